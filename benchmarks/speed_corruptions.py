@@ -1,10 +1,14 @@
 """Speed of robustlab's corruptions against imagecorruptions 1.1.2, single core, in one run.
 
-For each image size, corruption and severity, times one call of robustlab's ``corrupt`` in this
+For each image size, corruption and severity, times calls of robustlab's ``corrupt`` in this
 process and of imagecorruptions' ``corrupt`` in the pinned reference environment
 (``benchmarks/refenv.py``, a subprocess), both limited to one thread (OpenMP, BLAS, MKL,
-numba, OpenCV). Each figure is the minimum over ``--repeat`` calls, after one untimed warm-up
-call per corruption and size on each side (numba compiles, caches fill). The clock is the
+numba, OpenCV). Each figure is the minimum over at least ``--repeat`` calls (``--reference-repeat``
+for the reference), and on both sides more calls, up to 50, until ``--min-time`` CPU seconds are
+spent on the cell: a cell of a few milliseconds gets dozens of calls, so its minimum does not
+hang on one call's page faults or cache state, while a multi-second reference cell (glass
+blur) is called once. One untimed warm-up call per corruption and size on each side comes
+first (numba compiles, caches fill). The clock is the
 process's CPU time by default (``--clock cpu``): with one thread on each side it measures the
 work done and is barely disturbed by other load on the machine, unlike wall time
 (``--clock wall``; both are saved with ``--json``).
@@ -118,18 +122,27 @@ class Timer:
             self.best[clock][key] = min(value, self.best[clock].get(key, float("inf")))
 
 
-def time_robustlab(images: dict[str, np.ndarray], names: list[str], repeat: int, seed: int = 0) -> Timer:
-    """Min CPU and wall seconds over ``repeat`` calls of ``corrupt`` per (size, corruption, severity)."""
+#: Upper bound on the calls per cell that --min-time may ask for.
+MAX_CALLS = 50
+
+
+def time_robustlab(images: dict[str, np.ndarray], names: list[str], repeat: int, min_time: float,
+                   seed: int = 0) -> Timer:
+    """Min CPU and wall seconds per (size, corruption, severity) over calls of ``corrupt``: at
+    least ``repeat`` calls, more (up to :data:`MAX_CALLS`) until ``min_time`` CPU seconds are spent."""
     timer = Timer()
     for label, img in images.items():
         for name in names:
             corrupt(img, name, 1, rng=seed)  # warm-up: numba compilation, table caches
             for s in SEVERITIES:
-                for _ in range(repeat):
+                calls, spent = 0, 0.0
+                while calls < repeat or (spent < min_time and calls < MAX_CALLS):
                     rng = np.random.RandomState(seed)
                     w0, c0 = time.perf_counter(), time.process_time()
                     corrupt(img, name, s, rng=rng)
-                    timer.record((label, name, s), time.process_time() - c0, time.perf_counter() - w0)
+                    cpu = time.process_time() - c0
+                    timer.record((label, name, s), cpu, time.perf_counter() - w0)
+                    calls, spent = calls + 1, spent + cpu
     return timer
 
 
@@ -143,16 +156,22 @@ from imagecorruptions import corrupt
 image_path, jobs_path, out_path = sys.argv[1:4]
 img = np.load(image_path)
 times = []
-for name, severity, seed in json.load(open(jobs_path)):
-    np.random.seed(seed)
-    w0, c0 = time.perf_counter(), time.process_time()
-    corrupt(img, corruption_name=name, severity=severity)
-    times.append([time.process_time() - c0, time.perf_counter() - w0])
+for name, severity, seed, repeat, min_time, max_calls in json.load(open(jobs_path)):
+    best, calls, spent = [float("inf"), float("inf")], 0, 0.0
+    while calls < repeat or (spent < min_time and calls < max_calls):
+        np.random.seed(seed)
+        w0, c0 = time.perf_counter(), time.process_time()
+        corrupt(img, corruption_name=name, severity=severity)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        best = [min(best[0], cpu), min(best[1], wall)]
+        calls, spent = calls + 1, spent + cpu
+    times.append(best)
 json.dump(times, open(out_path, "w"))
 """
 
 
-def time_reference(images: dict[str, np.ndarray], names: list[str], repeat: int, seed: int = 0) -> Timer:
+def time_reference(images: dict[str, np.ndarray], names: list[str], repeat: int, min_time: float,
+                   seed: int = 0) -> Timer:
     """The same figures for imagecorruptions 1.1.2, in the environment ``refenv.ensure_refenv`` builds.
 
     One subprocess per size, one thread (the environment variables set at the top of this file
@@ -167,12 +186,12 @@ def time_reference(images: dict[str, np.ndarray], names: list[str], repeat: int,
     env.pop("PYTHONPATH", None)
     timer = Timer()
     for label, img in images.items():
-        warm = [[name, 1, seed] for name in names]
-        timed = [(name, s) for _ in range(repeat) for name in names for s in SEVERITIES]
+        warm = [[name, 1, seed, 1, 0.0, 1] for name in names]
+        timed = [(name, s) for name in names for s in SEVERITIES]
         with tempfile.TemporaryDirectory(prefix="robustlab-speed-") as tmp:
             t = Path(tmp)
             np.save(t / "img.npy", img)
-            (t / "jobs.json").write_text(json.dumps(warm + [[n, s, seed] for n, s in timed]))
+            (t / "jobs.json").write_text(json.dumps(warm + [[n, s, seed, repeat, min_time, MAX_CALLS] for n, s in timed]))
             (t / "timer.py").write_text(_REFERENCE_TIMER)
             proc = subprocess.run([str(python), str(t / "timer.py"), str(t / "img.npy"), str(t / "jobs.json"),
                                    str(t / "times.json")], env=env, capture_output=True, text=True)
@@ -251,11 +270,16 @@ def print_table(rows: dict, names: list[str], with_reference: bool, clock: str) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3, help="calls per cell; the minimum is kept (default 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="least calls per cell; the minimum is kept (default 3)")
+    parser.add_argument("--min-time", type=float, default=0.25,
+                        help="keep calling a cell until this many CPU seconds are spent on it (at most "
+                        f"{MAX_CALLS} calls), on both sides: cheap cells get more calls, so their minimum "
+                        "is steadier (default 0.25)")
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"WIDTHxHEIGHT list (default {DEFAULT_SIZES})")
     parser.add_argument("--corruptions", default="all", help="names or subsets, comma-separated (default all)")
-    parser.add_argument("--reference-repeat", type=int, default=1, help="calls per cell for the reference "
-                        "(default 1: its calls are long, glass_blur takes seconds, and CPU time varies little)")
+    parser.add_argument("--reference-repeat", type=int, default=1, help="least calls per cell for the "
+                        "reference (default 1: glass_blur takes seconds a call; --min-time adds calls to the "
+                        "cheap cells)")
     parser.add_argument("--clock", choices=CLOCKS, default="cpu",
                         help="cpu: CPU seconds (robust to other load; default) or wall: elapsed seconds")
     parser.add_argument("--no-reference", action="store_true", help="time robustlab only")
@@ -263,22 +287,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.reference_repeat < 1:
         raise SystemExit("--repeat and --reference-repeat must be at least 1")
+    if args.min_time < 0:
+        raise SystemExit("--min-time must be >= 0")
 
     names = resolve_corruptions(args.corruptions)
     images = {f"{w}x{h}": bench_image(w, h) for w, h in parse_sizes(args.sizes)}
     _single_thread_here()
-    print(f"{len(names)} corruptions x {len(SEVERITIES)} severities at {', '.join(images)}; repeat {args.repeat}; "
+    print(f"{len(names)} corruptions x {len(SEVERITIES)} severities at {', '.join(images)}; at least "
+          f"{args.repeat} (robustlab) / {args.reference_repeat} (reference) calls and {args.min_time} s per cell; "
           f"one thread each; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
     t0 = time.perf_counter()
-    ours = time_robustlab(images, names, args.repeat)
+    ours = time_robustlab(images, names, args.repeat, args.min_time)
     print(f"robustlab timed in {time.perf_counter() - t0:.1f} s", flush=True)
     ref, why_not = None, None
     if not args.no_reference:
         t0 = time.perf_counter()
         try:
-            ref = time_reference(images, names, args.reference_repeat)
+            ref = time_reference(images, names, args.reference_repeat, args.min_time)
             print(f"reference (imagecorruptions 1.1.2) timed in {time.perf_counter() - t0:.1f} s", flush=True)
         except (RuntimeError, OSError, ImportError, subprocess.CalledProcessError) as exc:
             why_not = f"the reference environment could not be built or run: {exc}"
@@ -290,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"clock": args.clock, "all_clocks": {
                   side: {clock: {"/".join(map(str, k)): v for k, v in t.best[clock].items()} for clock in CLOCKS}
                   for side, t in (("robustlab", ours), ("reference", ref)) if t is not None},"sizes": list(images), "corruptions": names, "repeat": args.repeat,
-              "reference_repeat": args.reference_repeat, "rows": rows,
+              "reference_repeat": args.reference_repeat, "min_time": args.min_time, "rows": rows,
               "load_average": os.getloadavg(), "reference": ref is not None}
     status = 0
     if ref is None:

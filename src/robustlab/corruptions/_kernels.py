@@ -8,10 +8,10 @@ that a kernel built from them gives bit-identical results, but runs vectorised o
 Public helpers (the weather/digital kernels use them too):
 
 - :func:`severity_param` - look up a per-profile 5-severity table.
-- :func:`unit_float` / :func:`to_uint8` - the references' ``x / 255.`` and final ``np.uint8``
-  (truncating) conversions.
+- :func:`unit_float` / :func:`to_uint8` / :func:`unit_to_uint8` - the references' ``x / 255.``
+  and final ``np.uint8`` (truncating) conversions.
 - :func:`gaussian_smooth` - ``skimage.filters.gaussian`` (scipy's separable filter, mode
-  ``nearest``, truncate 4) over the spatial axes only.
+  ``nearest``, truncate 4) over the spatial axes only, compiled (:mod:`._gaussian`).
 - :func:`disk_kernel` - the anti-aliased disk of defocus blur.
 - :func:`motion_blur_kernel`, :func:`motion_blur` - imagecorruptions' ImageMagick-free line
   blur (edge-replicated shifts, float64 accumulation).
@@ -29,11 +29,13 @@ import math
 import cv2
 import numba
 import numpy as np
-from scipy import ndimage
+
+from ._gaussian import gaussian_filter
 
 __all__ = [
     "clipped_zoom", "disk_kernel", "gaussian_smooth", "glass_shuffle", "motion_blur",
-    "motion_blur_kernel", "severity_param", "to_uint8", "unit_float", "zoom_output_size", "zoom_sum",
+    "motion_blur_kernel", "severity_param", "to_uint8", "unit_float", "unit_to_uint8", "zoom_output_size",
+    "zoom_sum",
 ]
 
 
@@ -69,6 +71,33 @@ def to_uint8(x: np.ndarray) -> np.ndarray:
     return x.astype(np.uint8)
 
 
+@numba.njit(cache=True, nogil=True)
+def _unit_to_uint8(flat, lo, hi, scale, out):  # pragma: no cover - compiled
+    # lo, hi, scale have flat's dtype, so a float32 value is multiplied in float32 as NumPy does.
+    for i in range(flat.shape[0]):
+        v = flat[i]
+        if v < lo:
+            v = lo
+        elif v > hi:
+            v = hi
+        out[i] = np.uint8(v * scale)
+
+
+def unit_to_uint8(x: np.ndarray) -> np.ndarray:
+    """The references' output step ``np.uint8(np.clip(x, 0, 1) * 255)``, in one compiled pass.
+
+    ``x`` is float64 or float32 (the product is taken in ``x``'s dtype, as NumPy does); the
+    result is bit-identical and has ``x``'s shape.
+    """
+    x = np.ascontiguousarray(x)
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"unit_to_uint8 needs float32 or float64 values; got {x.dtype}")
+    kind = x.dtype.type
+    out = np.empty(x.shape, np.uint8)
+    _unit_to_uint8(x.reshape(-1), kind(0), kind(1), kind(255), out.reshape(-1))
+    return out
+
+
 # --------------------------------------------------------------------------- gaussian
 
 def gaussian_smooth(x: np.ndarray, sigma: float, *, mode: str = "nearest", truncate: float = 4.0) -> np.ndarray:
@@ -93,7 +122,7 @@ def gaussian_smooth(x: np.ndarray, sigma: float, *, mode: str = "nearest", trunc
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
     sigmas = (sigma, sigma) if x.ndim == 2 else (sigma, sigma) + (0,) * (x.ndim - 2)
-    return ndimage.gaussian_filter(x, sigmas, mode=mode, truncate=truncate)
+    return gaussian_filter(x, sigmas, mode=mode, truncate=truncate)
 
 
 # --------------------------------------------------------------------------- defocus disk
@@ -150,25 +179,27 @@ def motion_blur_kernel(radius: int, sigma: float, angle: float, shape: tuple[int
 
 
 @numba.njit(cache=True, nogil=True)
-def _line_blur(src, weights, dys, dxs):  # pragma: no cover - compiled
-    # Tap by tap, as the reference adds its shifted copies: out += w_i * shift_i(src).
-    h, w, c = src.shape
-    out = np.zeros((h, w, c), np.float64)
-    for i in range(weights.shape[0]):
-        wt = weights[i]
-        dy = dys[i]
-        dx = dxs[i]
-        for y in range(h):
-            row_out = out[y]
-            row_src = src[min(max(y - dy, 0), h - 1)]
-            for x in range(w):
-                xx = min(max(x - dx, 0), w - 1)
-                for k in range(c):
-                    row_out[x, k] += wt * row_src[xx, k]
+def _line_blur(padded, pad, channels, weights, dys, dxs, rows, cols):  # pragma: no cover - compiled
+    # out[y, x*C + k] = sum_i weights[i] * layer[clamp(y - dys[i]), clamp(x - dxs[i]), k], summed
+    # in tap order from 0.0 like the reference's shift-and-add loop. ``padded`` is the layer
+    # with ``pad`` edge-replicated pixels on every side, as rows of (W + 2 pad) * C values.
+    # Taps outer, values inner: each value still sums its taps in order, and the inner loop
+    # runs over contiguous memory (vectorised).
+    length = cols * channels
+    out = np.zeros((rows, length))
+    for y in range(rows):
+        row = out[y]
+        for i in range(weights.shape[0]):
+            weight = weights[i]
+            start = (pad - dxs[i]) * channels
+            src = padded[pad + y - dys[i], start:start + length]
+            for t in range(length):
+                row[t] += weight * src[t]
     return out
 
 
-def motion_blur(x: np.ndarray, radius: int, sigma: float, angle: float) -> np.ndarray:
+def motion_blur(x: np.ndarray, radius: int, sigma: float, angle: float,
+                out_shape: tuple[int, int] | None = None) -> np.ndarray:
     """imagecorruptions' ``_motion_blur``: a line blur at ``angle`` degrees, edges replicated.
 
     Parameters
@@ -178,17 +209,29 @@ def motion_blur(x: np.ndarray, radius: int, sigma: float, angle: float) -> np.nd
     radius, sigma, angle
         Line half-length (taps = 2 radius + 1), Gaussian fall-off along it, direction in
         degrees.
+    out_shape : (rows, cols), optional
+        Compute only this top-left window (snow blurs a zoomed layer a little larger than the
+        image and keeps the image's size); the edges still clamp at ``x``'s border.
 
     Returns
     -------
     np.ndarray
-        float64, same shape, unclipped. Bit-identical to the reference's float64 sum.
+        float64, ``x``'s shape (or ``out_shape`` plus ``x``'s channels), unclipped.
+        Bit-identical to the reference's float64 sum.
     """
     weights, dys, dxs = motion_blur_kernel(radius, sigma, angle, x.shape[:2])
-    src = np.ascontiguousarray(x, dtype=np.float64)
+    rows, cols = out_shape if out_shape is not None else x.shape[:2]
+    if rows > x.shape[0] or cols > x.shape[1]:
+        raise ValueError(f"out_shape {out_shape} is larger than the layer {x.shape[:2]}")
+    pad = int(max(np.abs(dys).max(initial=0), np.abs(dxs).max(initial=0)))
+    src = np.asarray(x, dtype=np.float64)
     flat = src.ndim == 2
-    out = _line_blur(src[:, :, None] if flat else src, weights, dys, dxs)
-    return out[:, :, 0] if flat else out
+    if flat:
+        src = src[:, :, None]
+    channels = src.shape[2]
+    padded = np.pad(src, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+    out = _line_blur(padded.reshape(padded.shape[0], -1), pad, channels, weights, dys, dxs, rows, cols)
+    return out.reshape(rows, cols) if flat else out.reshape(rows, cols, channels)
 
 
 # --------------------------------------------------------------------------- clipped zoom
@@ -224,8 +267,11 @@ def _zoom_axis(n_in: int, n_out: int, start: int, count: int):
 @numba.njit(cache=True, nogil=True)
 def _bilinear_add(src, out, ylo, yhi, wy0, wy1, xlo, xhi, wx0, wx1):  # pragma: no cover - compiled
     # out[y, x, c] += cast(sum of the four products), products and sum ordered as scipy's
-    # NI_ZoomShift: value * weight_row * weight_col, rows outer, columns inner.
+    # NI_ZoomShift: value * weight_row * weight_col, rows outer, columns inner; the float64 sum
+    # is cast to out's dtype first (scipy returns the zoom in its input's dtype), then added in
+    # that dtype.
     h, w, c = out.shape
+    cast = np.empty(1, out.dtype)
     for y in range(h):
         r0 = ylo[y]
         r1 = yhi[y]
@@ -242,7 +288,8 @@ def _bilinear_add(src, out, ylo, yhi, wy0, wy1, xlo, xhi, wx0, wx1):  # pragma: 
                 t += src[r0, c1, k] * a0 * b1
                 t += src[r1, c0, k] * a1 * b0
                 t += src[r1, c1, k] * a1 * b1
-                out[y, x, k] += t
+                cast[0] = t
+                out[y, x, k] += cast[0]
 
 
 def _zoom_plan(shape: tuple[int, int], factor: float, centred: bool, full: bool):
@@ -295,18 +342,9 @@ def clipped_zoom(x: np.ndarray, factor: float, *, centred: bool = False, full: b
     flat = x.ndim == 2
     src = np.ascontiguousarray(x[:, :, None] if flat else x)
     plan = _zoom_plan(src.shape[:2], factor, centred, full)
-    acc = np.zeros((plan[0][4], plan[1][4], src.shape[2]), np.float64)
-    _zoom_into(src, acc, factor, centred, full)
-    out = acc.astype(x.dtype)
+    out = np.zeros((plan[0][4], plan[1][4], src.shape[2]), x.dtype)
+    _zoom_into(src, out, factor, centred, full)
     return out[:, :, 0] if flat else out
-
-
-@numba.njit(cache=True, nogil=True)
-def _add_cast(acc32, layer64):  # pragma: no cover - compiled
-    flat_a = acc32.reshape(-1)
-    flat_l = layer64.reshape(-1)
-    for i in range(flat_a.shape[0]):
-        flat_a[i] += np.float32(flat_l[i])
 
 
 def zoom_sum(x: np.ndarray, factors, *, centred: bool = False) -> np.ndarray:
@@ -317,11 +355,8 @@ def zoom_sum(x: np.ndarray, factors, *, centred: bool = False) -> np.ndarray:
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
     total = np.zeros_like(x)
-    layer = np.empty(x.shape, np.float64)
     for factor in factors:
-        layer.fill(0.0)
-        _zoom_into(x, layer, float(factor), centred, False)
-        _add_cast(total, layer)
+        _zoom_into(x, total, float(factor), centred, False)
     return total
 
 

@@ -38,6 +38,7 @@ from ._kernels import (
     severity_param,
     to_uint8,
     unit_float,
+    unit_to_uint8,
     zoom_sum,
 )
 from .registry import register
@@ -75,16 +76,11 @@ ZOOM = {
 ZOOM["tinyimagenet"] = ZOOM["cifar"]
 
 
-def _finish_unit(x: np.ndarray) -> np.ndarray:
-    """``np.uint8(np.clip(x, 0, 1) * 255)`` for results in [0, 1] units."""
-    return to_uint8(np.clip(x, 0, 1) * 255)
-
-
 @register("gaussian_blur", group="blur", benchmark=False)
 def gaussian_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Gaussian blur (scikit-image's ``gaussian``: scipy filter, edges replicated, truncate 4)."""
     sigma = severity_param(GAUSSIAN_SIGMA, profile, severity)
-    return _finish_unit(gaussian_smooth(unit_float(image), sigma))
+    return unit_to_uint8(gaussian_smooth(unit_float(image), sigma))
 
 
 @register("glass_blur", group="blur", benchmark=True)
@@ -98,7 +94,7 @@ def glass_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, prof
     sigma, max_delta, iterations = severity_param(GLASS, profile, severity)
     x = to_uint8(gaussian_smooth(unit_float(image), sigma) * 255)
     glass_shuffle(x, max_delta, iterations, rs)
-    return _finish_unit(gaussian_smooth(x / 255.0, sigma))
+    return unit_to_uint8(gaussian_smooth(x / 255.0, sigma))
 
 
 @register("defocus_blur", group="blur", benchmark=True)
@@ -108,7 +104,7 @@ def defocus_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, pr
     kernel = disk_kernel(radius, alias_blur)
     # One call on the 3-channel image: OpenCV filters each channel independently, bit-identical
     # to the reference's three single-channel calls (checked by the golden tests) and faster.
-    return _finish_unit(cv2.filter2D(unit_float(image), -1, kernel))
+    return unit_to_uint8(cv2.filter2D(unit_float(image), -1, kernel))
 
 
 @register("motion_blur", group="blur", benchmark=True)
@@ -141,4 +137,4 @@ def zoom_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, profi
     factors = zoom_factors(profile, severity)
     x = unit_float(image).astype(np.float32)
     total = zoom_sum(x, factors, centred=profile != "imagecorruptions")
-    return _finish_unit((x + total) / (len(factors) + 1))
+    return unit_to_uint8((x + total) / (len(factors) + 1))

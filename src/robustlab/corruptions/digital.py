@@ -4,9 +4,10 @@
 Every kernel is ``kernel(image, severity, rs, profile) -> image``: uint8 HxWx3 in and out
 (truncated like the references' ``np.uint8``), random draws from ``rs`` in the reference's order.
 The numerical routines are the reference's, or re-express them with the same operations in
-the same order: scikit-image's HSV formulas in one compiled (numba) pass; PIL for resampling;
-OpenCV's libjpeg-turbo for JPEG (same bytes and pixels as PIL's); SciPy's ``gaussian_filter``;
-SciPy's order-1 ``map_coordinates`` (numba) and OpenCV 4's fixed-point affine warp (NumPy).
+the same order: scikit-image's HSV formulas in one compiled (numba) pass; Pillow's BOX and
+NEAREST resizing, compiled (:mod:`._pil_resample`); OpenCV's libjpeg-turbo for JPEG (same
+bytes and pixels as PIL's); SciPy's ``gaussian_filter``, compiled (:mod:`._gaussian`); SciPy's
+order-1 ``map_coordinates`` (numba) and OpenCV 4's fixed-point affine warp (NumPy).
 Outputs are bit-identical to imagecorruptions 1.1.2 and to Hendrycks' scripts at their
 nominal sizes.
 
@@ -24,8 +25,10 @@ import cv2
 import numba
 import numpy as np
 from PIL import Image
-from scipy.ndimage import gaussian_filter
 
+from ._gaussian import gaussian_filter
+from ._kernels import unit_to_uint8
+from ._pil_resample import box_resize, nearest_resize
 from .registry import register
 
 # --------------------------------------------------------------------------- severity tables
@@ -84,11 +87,6 @@ ELASTIC_HENDRYCKS = {
     "tinyimagenet": _hendrycks_elastic(64, ((0, 0, 0.08), (0.05, 0.3, 0.06), (0.1, 0.08, 0.06),
                                             (0.1, 0.03, 0.03), (0.16, 0.03, 0.02))),
 }
-
-
-def unit_to_uint8(x: np.ndarray) -> np.ndarray:
-    """``clip(x, 0, 1) * 255`` truncated to uint8, the references' output step."""
-    return (np.clip(x, 0, 1) * 255).astype(np.uint8)
 
 
 # --------------------------------------------------------------------------- HSV (scikit-image)
@@ -203,13 +201,15 @@ def pixelate(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Blocky: BOX downsampling by c, then NEAREST (imagecorruptions) or BOX (Hendrycks) back up.
 
-    PIL's resampling, as the references. Draws nothing.
+    Pillow's resampling, as the references, recompiled (:mod:`._pil_resample`): the same pixels
+    as the Pillow the references pinned (10.x), which resizes horizontally first. Draws nothing.
     """
     c = PIXELATE[profile][severity - 1]
     h, w = image.shape[:2]
-    small = Image.fromarray(image).resize((int(w * c), int(h * c)), Image.BOX)
-    up = Image.NEAREST if profile == "imagecorruptions" else Image.BOX
-    return np.asarray(small.resize((w, h), up))
+    small = box_resize(image, (int(w * c), int(h * c)))
+    if profile == "imagecorruptions":
+        return nearest_resize(small, (w, h))
+    return box_resize(small, (w, h))
 
 
 @register("jpeg_compression", group="digital", benchmark=True)

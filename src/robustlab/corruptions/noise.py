@@ -3,11 +3,13 @@
 Every kernel is ``kernel(image, severity, rs, profile) -> image``: uint8 HxWx3 in, uint8 HxWx3
 out, computed in float64 on ``image / 255.`` as both references do and truncated to uint8 at
 the end (``np.uint8``, no rounding). The noise is drawn from ``rs`` with the same calls, shapes
-and order as the references draw from the global ``np.random``, so a seeded RandomState gives
-bit-identical output to imagecorruptions 1.1.2 (and to hendrycks' scripts at their nominal
-sizes) - except impulse_noise, whose reference draws from scikit-image's own unseeded
-generator: here it is reproducible from ``rs`` and equal to the reference *in distribution*
-(every value independently: salt with probability amount/2, pepper with amount/2).
+and order as the references draw from the global ``np.random`` (shot noise's Poisson counts
+through a compiled copy of NumPy's sampler, :mod:`._legacy_random`, which makes the same draws
+from the same stream), so a seeded RandomState gives bit-identical output to imagecorruptions
+1.1.2 (and to hendrycks' scripts at their nominal sizes) - except impulse_noise, whose
+reference draws from scikit-image's own unseeded generator: here it is reproducible from ``rs``
+and equal to the reference *in distribution* (every value independently: salt with probability
+amount/2, pepper with amount/2).
 
 Profiles only change the severity tables (the formulas are the same in all four references);
 noise kernels work on any image size.
@@ -19,6 +21,7 @@ import numba
 import numpy as np
 
 from ._kernels import severity_param, unit_float
+from ._legacy_random import normal, poisson_levels
 from .registry import register
 
 #: Standard deviation of the additive noise, in units of the [0, 1] intensity range.
@@ -102,18 +105,21 @@ def _salt_and_pepper(image, u, amount):  # pragma: no cover - compiled
 
 @register("gaussian_noise", group="noise", benchmark=True)
 def gaussian_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
-    """Additive Gaussian noise: x + N(0, sigma^2) per value (one ``rs.normal`` of the image's shape)."""
+    """Additive Gaussian noise: x + N(0, sigma^2) per value (the draws of one ``rs.normal`` of the image's shape)."""
     sigma = severity_param(GAUSSIAN_SIGMA, profile, severity)
     image = np.ascontiguousarray(image)
-    return _additive(image, rs.normal(size=image.shape, scale=sigma), False)
+    return _additive(image, normal(rs, image.shape, 0.0, sigma), False)
 
 
 @register("shot_noise", group="noise", benchmark=True)
 def shot_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Poisson (photon) noise: Poisson(x * rate) / rate per value."""
     rate = severity_param(SHOT_RATE, profile, severity)
-    counts = rs.poisson(unit_float(image) * rate)
-    return _counts(np.ascontiguousarray(counts), float(rate), image.shape)
+    # The reference's rates unit_float(image) * rate, one per grey level; poisson_levels draws
+    # exactly rs.poisson's counts for them.
+    rates = unit_float(np.arange(256, dtype=np.uint8)) * rate
+    counts = poisson_levels(rs, np.ascontiguousarray(image), rates)
+    return _counts(counts, float(rate), image.shape)
 
 
 @register("impulse_noise", group="noise", benchmark=True, seedable=False)
@@ -136,4 +142,4 @@ def speckle_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, p
     """Multiplicative noise: x + x * N(0, sigma^2) per value."""
     sigma = severity_param(SPECKLE_SIGMA, profile, severity)
     image = np.ascontiguousarray(image)
-    return _additive(image, rs.normal(size=image.shape, scale=sigma), True)
+    return _additive(image, normal(rs, image.shape, 0.0, sigma), True)

@@ -25,10 +25,11 @@ from importlib import resources
 import cv2
 import numba
 import numpy as np
-from scipy.ndimage import gaussian_filter
 
 from ..errors import DataError
-from ._kernels import clipped_zoom, motion_blur_kernel
+from ._gaussian import gaussian_filter
+from ._kernels import clipped_zoom, motion_blur
+from ._legacy_random import normal
 from ._plasma import next_power_of_two, plasma_fractal
 from .registry import register
 
@@ -89,38 +90,6 @@ FROST_FILES = ("frost1.png", "frost2.png", "frost3.png", "frost4.jpg", "frost5.j
 # --------------------------------------------------------------------------- snow
 
 @numba.njit(cache=True, nogil=True)
-def _line_blur(padded, pad, weights, dys, dxs, rows, cols):  # pragma: no cover - compiled
-    # out[y, x] = sum_i weights[i] * layer[clamp(y - dys[i]), clamp(x - dxs[i])], summed in tap
-    # order from 0.0 like the reference's shift-and-add loop; ``padded`` is the layer with
-    # ``pad`` edge-replicated pixels on every side.
-    # Taps outer, columns inner: each pixel still sums its taps in order, and the inner loop
-    # runs over contiguous memory.
-    out = np.zeros((rows, cols))
-    for y in range(rows):
-        row = out[y]
-        for i in range(weights.shape[0]):
-            weight = weights[i]
-            src = padded[pad + y - dys[i]]
-            start = pad - dxs[i]
-            for x in range(cols):
-                row[x] += weight * src[start + x]
-    return out
-
-
-def line_motion_blur(layer: np.ndarray, radius: int, sigma: float, angle: float,
-                     out_shape: tuple[int, int]) -> np.ndarray:
-    """imagecorruptions' ``_motion_blur`` of a 2-D layer, top-left ``out_shape`` only.
-
-    Same taps as :func:`robustlab.corruptions._kernels.motion_blur_kernel` (edges clamp at the
-    full layer's border), same float64 sums; computed pixel by pixel for just the part kept.
-    """
-    weights, dys, dxs = motion_blur_kernel(radius, sigma, angle, layer.shape)
-    pad = int(max(np.abs(dys).max(initial=0), np.abs(dxs).max(initial=0)))
-    padded = np.pad(np.asarray(layer, dtype=np.float64), pad, mode="edge")
-    return _line_blur(padded, pad, weights, dys, dxs, out_shape[0], out_shape[1])
-
-
-@numba.njit(cache=True, nogil=True)
 def _snow_composite(x, grey, layer, weight, rest):  # pragma: no cover - compiled
     # float32: weight * x + rest * max(x, grey * 1.5 + 0.5); then in float64 + layer + layer
     # rotated by 180 degrees, clipped to [0, 1], * 255, truncated (the reference's dtypes/order).
@@ -148,13 +117,13 @@ def snow(image: np.ndarray, severity: int, rs: np.random.RandomState,
     """
     mean, std, zoom, threshold, radius, sigma, weight = SNOW[profile][severity - 1]
     h, w = image.shape[:2]
-    flakes = rs.normal(size=(h, w), loc=mean, scale=std)
+    flakes = normal(rs, (h, w), mean, std)
     if profile == "imagecorruptions":
         # the whole zoomed layer (a little larger than the image) is blurred, then cropped
         flakes = clipped_zoom(flakes, zoom, full=True)
         flakes[flakes < threshold] = 0
         np.clip(flakes, 0, 1, out=flakes)
-        blurred = line_motion_blur(flakes, radius, sigma, rs.uniform(-135, -45), (h, w))
+        blurred = motion_blur(flakes, radius, sigma, rs.uniform(-135, -45), (h, w))
         layer = np.round(blurred * 255).astype(np.uint8) / 255.0
     else:
         # Hendrycks: the layer goes through ImageMagick as an 8-bit PNG (truncated on the way
@@ -162,7 +131,7 @@ def snow(image: np.ndarray, severity: int, rs: np.random.RandomState,
         flakes = clipped_zoom(flakes, zoom, centred=True)
         flakes[flakes < threshold] = 0
         flakes8 = (np.clip(flakes, 0, 1) * 255).astype(np.uint8)
-        blurred = line_motion_blur(flakes8, radius, sigma, rs.uniform(-135, -45), (h, w))
+        blurred = motion_blur(flakes8, radius, sigma, rs.uniform(-135, -45), (h, w))
         layer = (np.floor(np.clip(blurred, 0, 255) * 257 + 0.5) // 257).astype(np.uint8) / 255.0
     x = image.astype(np.float32) / 255.0
     grey = cv2.cvtColor(x, cv2.COLOR_RGB2GRAY)
@@ -332,7 +301,7 @@ def spatter(image: np.ndarray, severity: int, rs: np.random.RandomState,
     Draws: one ``normal(H x W)`` liquid layer.
     """
     mean, std, sigma, threshold, intensity, mud = SPATTER[profile][severity - 1]
-    liquid = rs.normal(size=image.shape[:2], loc=mean, scale=std)
+    liquid = normal(rs, image.shape[:2], mean, std)
     liquid = gaussian_filter(liquid, sigma, mode="nearest", truncate=4.0)
     liquid[liquid < threshold] = 0
     if not mud:

@@ -1,0 +1,250 @@
+"""NumPy's legacy ``RandomState.poisson`` and ``.normal`` for images, compiled: the same draws, faster.
+
+shot_noise draws ``rs.poisson(x * rate)`` for every value of the image. NumPy computes, for
+every value, the constants of its sampler (a square root, logarithms, divisions or an
+exponential) and calls the Mersenne Twister through a function pointer. An 8-bit image has at
+most 256 distinct rates, so here the constants are computed once per grey level (with the same
+operations, hence the same float64 values) and the generator runs inline; the random stream
+and every accept/reject decision are unchanged, so the counts are identical to NumPy's and the
+RandomState ends in the same state. The Gaussian noises draw ``rs.normal`` of the image's shape;
+the same inline generator serves NumPy's legacy polar method, including the second value it
+keeps for the next call.
+
+The algorithms are NumPy's (``numpy/random/src``): MT19937 with 53-bit doubles
+(``mt19937_next_double``); ``random_poisson``: 0 for a rate of 0, the multiplication method
+below 10, Hoermann's transformed rejection (PTRS) from 10 on, with ``random_loggam``; and
+``legacy_gauss`` / ``legacy_normal``. A RandomState on another bit generator than MT19937 is
+served by NumPy itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = ["normal", "poisson_levels"]
+
+_N, _M = 624, 397
+# Unsigned 64-bit constants: numba keeps every MT19937 expression in uint64 (mixing signed and
+# unsigned 64-bit integers would make it fall back to float64).
+_MATRIX_A = np.uint64(0x9908B0DF)
+_UPPER = np.uint64(0x80000000)
+_LOWER = np.uint64(0x7FFFFFFF)
+_MASK_B = np.uint64(0x9D2C5680)
+_MASK_C = np.uint64(0xEFC60000)
+_ONE = np.uint64(1)
+_LOGGAM_COEF = np.array([8.333333333333333e-02, -2.777777777777778e-03, 7.936507936507937e-04,
+                         -5.952380952380952e-04, 8.417508417508418e-04, -1.917526917526918e-03,
+                         6.410256410256410e-03, -2.955065359477124e-02, 1.796443723688307e-01,
+                         -1.39243221690590e+00])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _twist(key, i, i1, im):  # pragma: no cover - compiled
+    y = (np.uint64(key[i]) & _UPPER) | (np.uint64(key[i1]) & _LOWER)
+    v = np.uint64(key[im]) ^ (y >> _ONE)
+    if y & _ONE:
+        v ^= _MATRIX_A
+    key[i] = v
+
+
+@numba.njit(cache=True, nogil=True)
+def _regenerate(key):  # pragma: no cover - compiled
+    # mt19937_gen: the next 624 words of the state, in place (its three loops).
+    for i in range(_N - _M):
+        _twist(key, i, i + 1, i + _M)
+    for i in range(_N - _M, _N - 1):
+        _twist(key, i, i + 1, i + _M - _N)
+    _twist(key, _N - 1, 0, _M - 1)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next32(key, pos):  # pragma: no cover - compiled
+    # mt19937_next: one tempered word.
+    if pos >= _N:
+        _regenerate(key)
+        pos = 0
+    y = np.uint64(key[pos])
+    y ^= y >> np.uint64(11)
+    y ^= (y << np.uint64(7)) & _MASK_B
+    y ^= (y << np.uint64(15)) & _MASK_C
+    y ^= y >> np.uint64(18)
+    return y, pos + 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next_double(key, pos):  # pragma: no cover - compiled
+    # mt19937_next_double: 53 random bits from two words.
+    a, pos = _next32(key, pos)
+    b, pos = _next32(key, pos)
+    return (np.float64(a >> np.uint64(5)) * 67108864.0 + np.float64(b >> np.uint64(6))) / 9007199254740992.0, pos
+
+
+@numba.njit(cache=True, nogil=True)
+def _loggam(x, coef):  # pragma: no cover - compiled
+    # random_loggam.
+    if x == 1.0 or x == 2.0:
+        return 0.0
+    n = int(7 - x) if x < 7.0 else 0
+    x0 = x + n
+    x2 = (1.0 / x0) * (1.0 / x0)
+    gl0 = coef[9]
+    for k in range(8, -1, -1):
+        gl0 *= x2
+        gl0 += coef[k]
+    gl = gl0 / x0 + 0.5 * 1.8378770664093453e+00 + (x0 - 0.5) * math.log(x0) - x0
+    if x < 7.0:
+        for _ in range(n):
+            gl -= math.log(x0 - 1.0)
+            x0 -= 1.0
+    return gl
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
+    # counts[i] = Poisson(lam[levels[i]]), drawn in order from the MT19937 state (key, pos).
+    n_levels = lam.shape[0]
+    enlam = np.empty(n_levels)
+    slam = np.empty(n_levels)
+    loglam = np.empty(n_levels)
+    pa = np.empty(n_levels)
+    pb = np.empty(n_levels)
+    log_invalpha = np.empty(n_levels)
+    vr = np.empty(n_levels)
+    # random_loggam(k + 1) for the counts k the rates make likely (others call _loggam).
+    top = 0.0
+    for v in range(n_levels):
+        top = max(top, lam[v])
+    loggam = np.empty(int(top + 10 * math.sqrt(top)) + 64)
+    for k in range(loggam.shape[0]):
+        loggam[k] = _loggam(k + 1.0, coef)
+    for v in range(n_levels):
+        lv = lam[v]
+        enlam[v] = math.exp(-lv)
+        if lv >= 10:
+            slam[v] = math.sqrt(lv)
+            loglam[v] = math.log(lv)
+            pb[v] = 0.931 + 2.53 * slam[v]
+            pa[v] = -0.059 + 0.02483 * pb[v]
+            log_invalpha[v] = math.log(1.1239 + 1.1328 / (pb[v] - 3.4))
+            vr[v] = 0.9277 - 3.6224 / (pb[v] - 2)
+    counts = np.empty(levels.shape[0], np.int64)
+    for i in range(levels.shape[0]):
+        v = levels[i]
+        lv = lam[v]
+        if lv >= 10:
+            a = pa[v]
+            b = pb[v]
+            while True:
+                u, pos = _next_double(key, pos)
+                u -= 0.5
+                w, pos = _next_double(key, pos)
+                us = 0.5 - abs(u)
+                t = math.floor((2 * a / us + b) * u + lv + 0.43)
+                if not abs(t) < 9.2e18:
+                    # us (almost) 0: C's float -> int64 cast gives INT64_MIN, so NumPy
+                    # rejects the pair (k < 0) - here without the undefined cast.
+                    continue
+                k = int(t)
+                if us >= 0.07 and w <= vr[v]:
+                    break
+                if k < 0 or (us < 0.013 and w > us):
+                    continue
+                lg = loggam[k] if k < loggam.shape[0] else _loggam(k + 1.0, coef)
+                if (math.log(w) + log_invalpha[v] - math.log(a / (us * us) + b)) <= (-lv + k * loglam[v] - lg):
+                    break
+            counts[i] = k
+        elif lv == 0:
+            counts[i] = 0
+        else:
+            x = 0
+            prod = 1.0
+            while True:
+                u, pos = _next_double(key, pos)
+                prod *= u
+                if prod > enlam[v]:
+                    x += 1
+                else:
+                    break
+            counts[i] = x
+    return counts, pos
+
+
+@numba.njit(cache=True, nogil=True)
+def _gauss_fill(out, loc, scale, key, pos, has_gauss, gauss):  # pragma: no cover - compiled
+    # out[i] = loc + scale * legacy_gauss() in order; returns the generator's state after.
+    for i in range(out.shape[0]):
+        if has_gauss:
+            g = gauss
+            has_gauss = False
+            gauss = 0.0
+        else:
+            while True:
+                x1, pos = _next_double(key, pos)
+                x1 = 2.0 * x1 - 1.0
+                x2, pos = _next_double(key, pos)
+                x2 = 2.0 * x2 - 1.0
+                r2 = x1 * x1 + x2 * x2
+                if not (r2 >= 1.0 or r2 == 0.0):
+                    break
+            f = math.sqrt(-2.0 * math.log(r2) / r2)
+            gauss = f * x1
+            has_gauss = True
+            g = f * x2
+        out[i] = loc + scale * g
+    return pos, has_gauss, gauss
+
+
+def _mt_state(rs: np.random.RandomState):
+    """(key copy, pos, has_gauss, gauss) of an MT19937 RandomState, or None for another generator."""
+    state = rs.get_state(legacy=False)
+    if state["bit_generator"] != "MT19937":
+        return None
+    return (np.array(state["state"]["key"], dtype=np.uint32), int(state["state"]["pos"]),
+            bool(state["has_gauss"]), float(state["gauss"]))
+
+
+def normal(rs: np.random.RandomState, shape: tuple[int, ...], loc: float = 0.0, scale: float = 1.0) -> np.ndarray:
+    """``rs.normal(loc, scale, size=shape)``: the same values, and ``rs`` advanced the same way."""
+    state = _mt_state(rs)
+    if state is None:
+        return rs.normal(loc, scale, size=shape)
+    key, pos, has_gauss, gauss = state
+    out = np.empty(int(np.prod(shape)), np.float64)
+    pos, has_gauss, gauss = _gauss_fill(out, float(loc), float(scale), key, pos, has_gauss, gauss)
+    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return out.reshape(shape)
+
+
+def poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """``rs.poisson(lam[levels])``: the same counts, and ``rs`` advanced the same way.
+
+    Parameters
+    ----------
+    rs : np.random.RandomState
+        Its state advances by exactly the draws NumPy would make.
+    levels : np.ndarray
+        Integer array (e.g. a uint8 image) indexing ``lam``; any shape.
+    lam : np.ndarray
+        float64 rates, non-negative and finite.
+
+    Returns
+    -------
+    np.ndarray
+        int64 counts of ``levels``' shape.
+    """
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    levels = np.asarray(levels)
+    if not (levels.dtype == np.uint8 and lam.shape[0] >= 256) and levels.size \
+            and (levels.min() < 0 or levels.max() >= lam.shape[0]):
+        raise IndexError(f"levels must index the {lam.shape[0]} rates; got values "
+                         f"{levels.min()}..{levels.max()}")
+    state = _mt_state(rs)
+    if state is None:
+        return rs.poisson(lam[levels])
+    key, pos, has_gauss, gauss = state
+    counts, pos = _draw(np.ascontiguousarray(levels).reshape(-1), lam, key, pos, _LOGGAM_COEF)
+    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return counts.reshape(levels.shape)
