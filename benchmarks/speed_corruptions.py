@@ -8,7 +8,10 @@ for the reference), and on both sides more calls, up to 50, until ``--min-time``
 spent on the cell: a cell of a few milliseconds gets dozens of calls, so its minimum does not
 hang on one call's page faults or cache state, while a multi-second reference cell (glass
 blur) is called once. One untimed warm-up call per corruption and size on each side comes
-first (numba compiles, caches fill). The clock is the
+first (numba compiles, caches fill). Both sides run with glibc's malloc keeping freed memory
+for reuse (:data:`MALLOC_ENV`; ``--default-malloc`` to switch off): otherwise the page faults of
+each call's fresh multi-megabyte temporaries decide a cell's figure as much as its arithmetic.
+The clock is the
 process's CPU time by default (``--clock cpu``): with one thread on each side it measures the
 work done and is barely disturbed by other load on the machine, unlike wall time
 (``--clock wall``; both are saved with ``--json``).
@@ -37,6 +40,14 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "OPENCV_FOR_THREADS_NUM"):
     os.environ[_var] = "1"
+
+#: glibc malloc settings for both sides (unless --default-malloc): freed memory is kept for the
+#: next allocation instead of being returned to the system, so a call does not pay page faults
+#: for its multi-megabyte temporaries afresh each time. Those faults (1-2 ms per 6.5 MB array at
+#: 640x427) otherwise make a cell's minimum depend on where the allocator happens to put it:
+#: the same kernel measured 15 ms in one cell and 22 ms in the next.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 32),
+              "MALLOC_TOP_PAD_": str(1 << 28)}
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -283,8 +294,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=CLOCKS, default="cpu",
                         help="cpu: CPU seconds (robust to other load; default) or wall: elapsed seconds")
     parser.add_argument("--no-reference", action="store_true", help="time robustlab only")
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="keep glibc's default malloc settings (by default both sides run with freed "
+                        "memory kept for reuse, so page faults of fresh temporaries do not blur the figures)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
+    if not args.default_malloc and any(os.environ.get(k) != v for k, v in MALLOC_ENV.items()):
+        # glibc reads these when a process starts: run again with them (the reference
+        # subprocess inherits them).
+        argv = sys.argv[1:] if argv is None else list(argv)
+        os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], {**os.environ, **MALLOC_ENV})
     if args.repeat < 1 or args.reference_repeat < 1:
         raise SystemExit("--repeat and --reference-repeat must be at least 1")
     if args.min_time < 0:
@@ -317,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"clock": args.clock, "all_clocks": {
                   side: {clock: {"/".join(map(str, k)): v for k, v in t.best[clock].items()} for clock in CLOCKS}
                   for side, t in (("robustlab", ours), ("reference", ref)) if t is not None},"sizes": list(images), "corruptions": names, "repeat": args.repeat,
-              "reference_repeat": args.reference_repeat, "min_time": args.min_time, "rows": rows,
+              "reference_repeat": args.reference_repeat, "min_time": args.min_time,
+              "malloc": "default" if args.default_malloc else MALLOC_ENV, "rows": rows,
               "load_average": os.getloadavg(), "reference": ref is not None}
     status = 0
     if ref is None:
