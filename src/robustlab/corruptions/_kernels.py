@@ -34,7 +34,8 @@ from ._gaussian import gaussian_filter
 
 __all__ = [
     "clipped_zoom", "disk_kernel", "gaussian_smooth", "glass_shuffle", "motion_blur",
-    "motion_blur_kernel", "severity_param", "to_uint8", "unit_float", "unit_to_uint8", "zoom_output_size",
+    "motion_blur_kernel", "severity_param", "to_uint8", "unit_float", "unit_to_uint8", "unit_value_to_uint8",
+    "zoom_output_size",
     "zoom_sum",
 ]
 
@@ -71,16 +72,24 @@ def to_uint8(x: np.ndarray) -> np.ndarray:
     return x.astype(np.uint8)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def unit_value_to_uint8(v, lo, hi, scale):  # pragma: no cover - compiled
+    """``np.uint8(np.clip(v, lo, hi) * scale)`` for one value, in compiled loops.
+
+    ``lo``, ``hi``, ``scale`` (0, 1, 255) are given in ``v``'s float type, so a float32 value
+    is multiplied in float32 as NumPy does.
+    """
+    if v < lo:
+        v = lo
+    elif v > hi:
+        v = hi
+    return np.uint8(v * scale)
+
+
 @numba.njit(cache=True, nogil=True)
 def _unit_to_uint8(flat, lo, hi, scale, out):  # pragma: no cover - compiled
-    # lo, hi, scale have flat's dtype, so a float32 value is multiplied in float32 as NumPy does.
     for i in range(flat.shape[0]):
-        v = flat[i]
-        if v < lo:
-            v = lo
-        elif v > hi:
-            v = hi
-        out[i] = np.uint8(v * scale)
+        out[i] = unit_value_to_uint8(flat[i], lo, hi, scale)
 
 
 def unit_to_uint8(x: np.ndarray) -> np.ndarray:

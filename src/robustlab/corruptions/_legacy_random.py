@@ -107,7 +107,6 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
     # counts[i] = Poisson(lam[levels[i]]), drawn in order from the MT19937 state (key, pos).
     n_levels = lam.shape[0]
     enlam = np.empty(n_levels)
-    slam = np.empty(n_levels)
     loglam = np.empty(n_levels)
     pa = np.empty(n_levels)
     pb = np.empty(n_levels)
@@ -124,9 +123,8 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
         lv = lam[v]
         enlam[v] = math.exp(-lv)
         if lv >= 10:
-            slam[v] = math.sqrt(lv)
             loglam[v] = math.log(lv)
-            pb[v] = 0.931 + 2.53 * slam[v]
+            pb[v] = 0.931 + 2.53 * math.sqrt(lv)
             pa[v] = -0.059 + 0.02483 * pb[v]
             log_invalpha[v] = math.log(1.1239 + 1.1328 / (pb[v] - 3.4))
             vr[v] = 0.9277 - 3.6224 / (pb[v] - 2)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import severity_param, unit_float
+from ._kernels import severity_param, unit_float, unit_value_to_uint8
 from ._legacy_random import normal, poisson_levels
 from .registry import register
 
@@ -54,14 +54,10 @@ SPECKLE_SIGMA = {
 # np.clip, * 255, np.uint8). These compiled loops do the same IEEE operations per value in one
 # pass (so results are bit-identical), leaving the random draws as the only real cost.
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _to_uint8(v):  # pragma: no cover - compiled
-    """np.uint8(np.clip(v, 0, 1) * 255) for one value."""
-    if v < 0.0:
-        v = 0.0
-    elif v > 1.0:
-        v = 1.0
-    return np.uint8(v * 255)
+    """np.uint8(np.clip(v, 0, 1) * 255) for one float64 value."""
+    return unit_value_to_uint8(v, 0.0, 1.0, 255.0)
 
 
 @numba.njit(cache=True, nogil=True)
