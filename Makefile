@@ -35,10 +35,10 @@ test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 tests
 
 bench-corruptions: $(VENV)/.installed
-	$(BIN)/python benchmarks/speed_corruptions.py
+	$(BIN)/python perf/speed_corruptions.py
 
 parity-corruptions: $(VENV)/.installed
-	$(BIN)/python benchmarks/parity_corruptions.py
+	$(BIN)/python perf/parity_corruptions.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -270,7 +270,7 @@ def import_mmdet_command(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name for the stored run."),
 ) -> None:
     """Print P / mPC / rPC of an mmdetection results pickle (read safely); optionally store it."""
-    from .engine.detection_benchmarks import import_mmdet
+    from .benchmarks.detection import import_mmdet
 
     table, _, result = import_mmdet(path, corruptions=corruptions, rpc=rpc, task=task, store=store, model=model)
     typer.echo(table)
@@ -286,7 +286,7 @@ def export_detection_command(
 ) -> None:
     """Export a detection run's results ({corruption: {severity: metrics}}) for other tools."""
     from .engine import load_result, opened_store
-    from .engine.detection_benchmarks import export_results
+    from .benchmarks.detection import export_results
 
     with opened_store(store) as st:
         result = load_result(st, run)

@@ -2,11 +2,18 @@
 
 Corruptions, perturbations, attacks, benchmarks and model sources are looked up by stable
 names, listed by the CLI and stored with results, so every number is traceable to its setting.
+
+A registry may name *plugin modules* (imported the first time a name is looked up or listed)
+and an entry-point group (``[project.entry-points."robustlab.benchmarks"]`` in a third-party
+package's pyproject), so the layer that owns a registry never imports the layers that fill it:
+the engine's benchmark registry is filled by :mod:`robustlab.benchmarks`, the model sources by
+:mod:`robustlab.demo.models` (``demo:``), and other packages can add their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import importlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 from .errors import InputError, unknown_name
@@ -17,13 +24,43 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """A name -> object mapping with did-you-mean errors.
 
+    Parameters
+    ----------
+    kind : str
+        What the names name (``"benchmark"``), for messages.
+    plugins : sequence of str
+        Modules imported (once, on first lookup or listing) to fill the registry.
+    entry_points : str, optional
+        An entry-point group whose entries are loaded the same way (each entry a module or an
+        object whose import registers its items).
+
     >>> r = Registry("corruption"); r.add("fog", object())  # doctest: +ELLIPSIS
     <object ...>
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, plugins: Sequence[str] = (), entry_points: str | None = None) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._plugins = tuple(plugins)
+        self._entry_points = entry_points
+        self._loaded = not (self._plugins or entry_points)
+
+    def load_plugins(self) -> None:
+        """Import the plugin modules and entry points (once; a failed import is raised)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            for module in self._plugins:
+                importlib.import_module(module)
+            if self._entry_points:
+                from importlib.metadata import entry_points
+
+                for ep in entry_points(group=self._entry_points):
+                    ep.load()
+        except BaseException:
+            self._loaded = False
+            raise
 
     def add(self, name: str, item: T) -> T:
         if name in self._items:
@@ -40,19 +77,22 @@ class Registry(Generic[T]):
         return deco
 
     def get(self, name: str) -> T:
+        self.load_plugins()
         try:
             return self._items[name]
         except KeyError:
             raise unknown_name(self.kind, name, self._items) from None
 
     def names(self) -> list[str]:
+        self.load_plugins()
         return list(self._items)
 
     def __contains__(self, name: object) -> bool:
+        self.load_plugins()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.names())

@@ -5,7 +5,7 @@ small images (a 36x44 colour and a 33x35 grey one, odd sizes on purpose), all 19
 and severities 2 and 5, each after ``np.random.seed(0)``. It was made in the pinned
 reference environment with::
 
-    python benchmarks/parity_corruptions.py --write-golden tests/fixtures/corruptions/golden.npz
+    python perf/parity_corruptions.py --write-golden tests/fixtures/corruptions/golden.npz
 
 so CI checks parity without that environment. Target (issue 2): at least 99.9 % identical
 values and no difference above 1 grey level.
@@ -63,10 +63,10 @@ def test_matches_reference(case):
 
 @pytest.mark.slow
 def test_live_parity_with_reference_environment():
-    """Against imagecorruptions itself, when benchmarks/.refenv has been built (not in CI)."""
+    """Against imagecorruptions itself, when perf/.refenv has been built (not in CI)."""
     import sys
 
-    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    bench = Path(__file__).resolve().parents[2] / "perf"
     sys.path.insert(0, str(bench))
     try:
         import refenv
@@ -74,7 +74,7 @@ def test_live_parity_with_reference_environment():
     finally:
         sys.path.remove(str(bench))
     if not refenv._stamp_ok(refenv.REFENV_DIR):
-        pytest.skip("reference environment not built (python benchmarks/refenv.py build)")
+        pytest.skip("reference environment not built (python perf/refenv.py build)")
     images = harness.test_images("camera_96x136_grey")
     rows = harness.parity(images, harness.resolve_corruptions("noise,blur"), [1, 5], 0, progress=False)
     assert [r.corruption for r in rows if not r.ok] == []

@@ -2,7 +2,7 @@
 pixelate, jpeg_compression, saturate) corruption kernels.
 
 Golden fixture ``tests/fixtures/corruptions/weather_digital_golden.npz`` (made once in the
-pinned reference environment of ``benchmarks/refenv.py``, seed 3):
+pinned reference environment of ``perf/refenv.py``, seed 3):
 
 - ``imagecorruptions/<name>/<severity>``: imagecorruptions 1.1.2 on a 33x41 colour image,
   severities 1 and 3 (``golden.npz`` covers 2 and 5);

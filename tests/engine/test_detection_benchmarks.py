@@ -15,7 +15,7 @@ from detection_data import BOX_A, BOX_B, TemplateDetector, make_cityscapes, make
 from robustlab.corruptions import corrupt
 from robustlab.data.images import read_image
 from robustlab.engine import evaluate, get_benchmark, opened_store
-from robustlab.engine.detection_benchmarks import export_results, import_mmdet
+from robustlab.benchmarks.detection import export_results, import_mmdet
 from robustlab.errors import InputError, ModelError
 from robustlab.metrics.detection import coco_metrics, to_coco_results
 from robustlab.metrics.importers import read_mmdet_robustness_results
@@ -235,7 +235,7 @@ def test_detection_pmk_hand_values(tmp_path):
 
 
 def test_rmse_vs_rpc_from_run_and_stored_copy(coco, tmp_path):
-    from robustlab.engine.detection_results import rmse_from_folders, rmse_rpc_analysis
+    from robustlab.benchmarks.detection_results import rmse_from_folders, rmse_rpc_analysis
 
     cache = tmp_path / "cache"
     r = evaluate(TemplateDetector(), "coco-c", coco, store=tmp_path / "s", corruptions="gaussian_noise,contrast",
@@ -301,7 +301,7 @@ def test_detector_resize_maps_boxes_back_and_crop_is_refused(coco, tmp_path):
 def test_header_round_trip_through_float_pixels(h, w, ih, iw, index, setting, rmse):
     import torch
 
-    from robustlab.engine.detection_inputs import HEADER_BYTES, decode_headers, encode_header
+    from robustlab.benchmarks.detection_inputs import HEADER_BYTES, decode_headers, encode_header
 
     canvas = np.zeros((3, HEADER_BYTES + 2, 3), np.uint8)
     canvas[-1, :HEADER_BYTES, 0] = encode_header((h, w), (ih, iw), index, setting, rmse)

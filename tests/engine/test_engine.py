@@ -11,7 +11,7 @@ from tiny_models import ChannelModel, NaNModel
 import robustlab
 from robustlab.data.classification import read_image_folder
 from robustlab.engine import evaluate, get_benchmark, load_result
-from robustlab.engine.corruption_benchmarks import select_corruptions
+from robustlab.benchmarks.corruption import select_corruptions
 from robustlab.engine.executor import plan_batches
 from robustlab.errors import DataError, InputError, ModelError
 from robustlab.store import open_store

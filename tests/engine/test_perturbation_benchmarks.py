@@ -12,7 +12,7 @@ from tiny_models import ChannelModel, TinyCNN
 from torch import nn
 
 from robustlab.engine import evaluate
-from robustlab.engine.perturbation_benchmarks import (
+from robustlab.benchmarks.perturbation import (
     FRAMES_COLUMN,
     most_flipping_sequences,
     parse_folder,

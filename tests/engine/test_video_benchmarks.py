@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from robustlab.data.images import write_image
 from robustlab.engine import evaluate
-from robustlab.engine.video_benchmarks import anchor_failures, static_set
+from robustlab.benchmarks.video import anchor_failures, static_set
 from robustlab.errors import DataError, InputError
 from robustlab.models import Detector
 from robustlab.store import open_store

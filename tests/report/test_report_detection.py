@@ -74,7 +74,7 @@ def test_numbers_equal_those_recomputed_from_stored_predictions(detection_store)
 
 def test_published_mmdetection_rows_in_the_report(tmp_path):
     """mmdetection's robustness pickles imported and reported: the paper's Pascal VOC row comes out exactly."""
-    from robustlab.engine.detection_benchmarks import import_mmdet
+    from robustlab.benchmarks.detection import import_mmdet
 
     fixtures = Path(__file__).parents[1] / "fixtures" / "detection"
     _, coco, _ = import_mmdet(fixtures / "coco_faster_rcnn_r50_fpn_1x_results.pkl", store=tmp_path / "s",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from robustlab.engine import evaluate, get_benchmark
-from robustlab.engine.perturbation_benchmarks import most_flipping_sequences
+from robustlab.benchmarks.perturbation import most_flipping_sequences
 from robustlab.perturbations.dataset import make_settings, perturb_dataset
 from robustlab.report import collect_results, render_html, write_report
 from robustlab.report.render import headline

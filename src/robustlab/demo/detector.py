@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .models import NUM_CLASSES, LocalContrast, conv_bn
+from .layers import NUM_CLASSES, LocalContrast, conv_bn
 
 STRIDE = 4
 #: Size regression is in units of the stride; losses weights follow CenterNet.

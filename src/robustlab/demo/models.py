@@ -27,65 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..errors import DataError, unknown_name
 from ..models.preprocessing import Preprocessing
 from ..models.protocol import Classifier, Detector
+from .detector import DigitCenterNet
+from .layers import NUM_CLASSES, LocalContrast, Normalize, conv_bn
 
-#: Per-channel mean and std of the demo scenes' pixels (fixed constants, in [0, 1] units).
-SCENE_MEAN = (0.47, 0.45, 0.42)
-SCENE_STD = (0.26, 0.25, 0.26)
 #: Input side of the classifiers.
 INPUT_SIZE = 64
-NUM_CLASSES = 10
 METADATA_FILE = "models.json"
-
-
-class Normalize(nn.Module):
-    """``(x - mean) / std`` per channel, with the constants as buffers (saved with the weights)."""
-
-    def __init__(self, mean: tuple[float, ...] = SCENE_MEAN, std: tuple[float, ...] = SCENE_STD) -> None:
-        super().__init__()
-        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1))
-        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.mean) / self.std
-
-
-class LocalContrast(nn.Module):
-    """Adds local-contrast channels: ``(x - gaussian_mean(x)) / local_std`` (sigma 3 px).
-
-    (N, 3, H, W) -> (N, 6, H, W): the normalised input followed by its local contrast, which
-    makes a digit's strokes stand out whatever its colour and the background's (the networks
-    learn several times faster with it).
-    """
-
-    def __init__(self, size: int = 9, sigma: float = 3.0, eps: float = 0.05) -> None:
-        super().__init__()
-        ax = torch.arange(size, dtype=torch.float32) - size // 2
-        g = torch.exp(-ax ** 2 / (2 * sigma ** 2))
-        g = g / g.sum()
-        self.register_buffer("kernel", (g[:, None] * g[None, :]).expand(3, 1, size, size).clone())
-        self.pad = size // 2
-        self.eps = eps
-        self.normalize = Normalize()
-
-    def _blur(self, x: torch.Tensor) -> torch.Tensor:
-        return F.conv2d(F.pad(x, [self.pad] * 4, mode="reflect"), self.kernel, groups=3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        detail = x - self._blur(x)
-        spread = self._blur(detail * detail).mean(1, keepdim=True).clamp(min=0).sqrt()
-        return torch.cat([self.normalize(x), detail / (spread + self.eps)], 1)
-
-
-def conv_bn(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:
-    """3x3 convolution, batch norm, ReLU."""
-    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm2d(c_out),
-                         nn.ReLU(inplace=True))
 
 
 class SceneCNN(nn.Module):
@@ -123,8 +75,6 @@ class SceneMLP(nn.Module):
 
 def build_network(name: str) -> nn.Module:
     """A freshly initialised network of demo model ``name`` (cnn, baseline, detector)."""
-    from .detector import DigitCenterNet
-
     builders = {"cnn": SceneCNN, "baseline": SceneMLP, "detector": DigitCenterNet}
     if name not in builders:
         raise unknown_name("demo model", name, builders)
@@ -191,8 +141,9 @@ def load_demo_source(rest: str, options: dict[str, Any]) -> Classifier | Detecto
 
 
 def register_demo_source() -> None:
-    """Register ``demo:`` with the model-source registry (idempotent)."""
-    from ..models.sources import MODEL_SOURCES
+    """Register ``demo:`` with the model-source registry (idempotent). The registry imports this
+    module the first time a model source is looked up, so ``load_model("demo:cnn")`` just works."""
+    from ..models.registry import MODEL_SOURCES
 
     if "demo" not in MODEL_SOURCES:
         MODEL_SOURCES.add("demo", load_demo_source)

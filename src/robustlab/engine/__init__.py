@@ -49,11 +49,6 @@ runs the epsilon sweep, ``needs_labels``) and ``coco-c``/``voc-c``/``cityscapes-
 ``detection-corrupted`` (``task = "detection"``) use the same interface.
 """
 
-from . import corruption_benchmarks  # noqa: F401  (registers imagenet-c and corrupted)
-from . import detection_benchmarks  # noqa: F401  (coco-c, voc-c, cityscapes-c, detection-corrupted, ...)
-from . import adversarial_benchmark  # noqa: F401  (registers adversarial-auc)
-from . import perturbation_benchmarks  # noqa: F401  (registers imagenet-p and perturbed)
-from . import video_benchmarks  # noqa: F401  (registers imagenet-vid-robust, ytbb-robust and video-pmk)
 from .benchmark import BENCHMARKS, Benchmark, MetricRow, Unit, get_benchmark, list_benchmarks, register_benchmark
 from .classification import classify_batch, top1_errors, top5_errors
 from .evaluation import EvaluationResult, compute_metrics, evaluate, load_result, opened_store

@@ -122,7 +122,11 @@ class Benchmark:
         return {}
 
 
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark")
+#: Benchmark plugins by name. The built-in families live in :mod:`robustlab.benchmarks` (imported
+#: on first lookup); other packages register theirs under the entry-point group
+#: ``robustlab.benchmarks``. The engine itself never imports a benchmark.
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", plugins=("robustlab.benchmarks",),
+                                                 entry_points="robustlab.benchmarks")
 
 
 def register_benchmark(cls: type[Benchmark]) -> type[Benchmark]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Preprocessing, load_model, select_device
-from ..models.sources import object_name
+from ..models.registry import object_name
 from .benchmark import Benchmark, MetricRow, get_benchmark
 from .executor import ExecutionStats, execute_units
 

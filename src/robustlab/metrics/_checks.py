@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InputError
 
 
-def _examples(items: Iterable[Any], limit: int = 3) -> str:
+def format_examples(items: Iterable[Any], limit: int = 3) -> str:
     items = list(items)
     shown = ", ".join(repr(i) for i in items[:limit])
     more = f" (and {len(items) - limit} more)" if len(items) > limit else ""
@@ -162,7 +162,7 @@ def require_keys(mapping: Mapping, keys: Collection, name: str, *, what: str = "
     missing = [k for k in keys if k not in mapping]
     if missing:
         raise InputError(
-            f"{name} has no entry for {len(missing)} {what}(s): {_examples(missing)}. "
+            f"{name} has no entry for {len(missing)} {what}(s): {format_examples(missing)}. "
             f"Give a value for every {what}."
         )
 
@@ -174,9 +174,9 @@ def check_same_keys(a: Mapping, b: Mapping, name_a: str, name_b: str) -> None:
     if only_a or only_b:
         parts = []
         if only_a:
-            parts.append(f"only in {name_a}: {_examples(only_a)}")
+            parts.append(f"only in {name_a}: {format_examples(only_a)}")
         if only_b:
-            parts.append(f"only in {name_b}: {_examples(only_b)}")
+            parts.append(f"only in {name_b}: {format_examples(only_b)}")
         raise InputError(
             f"{name_a} and {name_b} must have the same keys; " + "; ".join(parts) + "."
         )

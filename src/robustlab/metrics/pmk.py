@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ._checks import _examples, check_choice, check_nonempty_mapping, check_positive_int, to_builtin
+from ._checks import format_examples, check_choice, check_nonempty_mapping, check_positive_int, to_builtin
 from .stats import clopper_pearson
 
 __all__ = [
@@ -179,7 +179,7 @@ def _resolve_offsets(
                 )
             missing = [n for n in neighbours if n not in row]
             if missing:
-                raise InputError(f"offsets[{anchor!r}] lacks neighbour(s) {_examples(missing)}.")
+                raise InputError(f"offsets[{anchor!r}] lacks neighbour(s) {format_examples(missing)}.")
             vals = {}
             for n in neighbours:
                 v = row[n]

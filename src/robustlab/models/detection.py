@@ -35,7 +35,7 @@ from torch import nn
 from ..errors import DataError, InputError, ModelError, unknown_name
 from .preprocessing import Preprocessing
 from .protocol import Classifier, Detector
-from .sources import MODEL_SOURCES, NO_WEIGHTS, _CallableNet, object_name
+from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, object_name
 from .weights import fetch_checkpoint, guard_download
 
 __all__ = ["ResultsDetector", "as_detector", "ensure_detector", "load_torchvision_detector", "read_results_file"]
@@ -181,7 +181,7 @@ def ensure_detector(model: nn.Module) -> Detector:
             raise ModelError(f"{model.name!r} is a classifier ({model.source.get('source')}); detection benchmarks "
                              "need a detector, e.g. torchvision:fasterrcnn_resnet50_fpn or a callable returning "
                              "boxes/scores/labels.")
-        inner = model.net.fn if isinstance(model.net, _CallableNet) else model.net
+        inner = model.net.fn if isinstance(model.net, CallableNet) else model.net
         return as_detector(inner, name=model.name, preprocessing=model.preprocessing)
     if callable(model):
         return as_detector(model)

@@ -1,4 +1,4 @@
-"""Model sources by name: ``torchvision:``, ``timm:``, ``onnx:``, ``python:``.
+"""Model sources by name: ``torchvision:``, ``timm:``, ``onnx:``, ``python:`` (registry in :mod:`.registry`).
 
 :func:`load_model` turns a spec string (or an ``nn.Module`` / callable) into a
 :class:`~robustlab.models.protocol.Classifier` or :class:`~robustlab.models.protocol.Detector`
@@ -11,10 +11,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import inspect
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +21,13 @@ import torch
 from torch import nn
 
 from ..errors import DataError, InputError, ModelError, unknown_name
-from ..registry import Registry
+from .detection import load_torchvision_detector
 from .preprocessing import Preprocessing
 from .protocol import Classifier, Detector, select_device
+from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, Model, object_name
 from .weights import fetch_checkpoint, guard_download
 
-Model = Classifier | Detector
-Loader = Callable[[str, dict[str, Any]], Model]
-
-MODEL_SOURCES: Registry[Loader] = Registry("model source")
-
-#: Spellings of "no pretrained weights" in a spec's last part.
-NO_WEIGHTS = ("none", "random", "scratch")
+__all__ = ["MODEL_SOURCES", "NO_WEIGHTS", "CallableNet", "load_model", "object_name", "wrap_model"]
 
 
 def load_model(model: object, *, preprocessing: Preprocessing | dict | None = None,
@@ -93,37 +86,10 @@ def wrap_model(obj: object, *, preprocessing: Preprocessing | None = None, num_c
         return Classifier(obj, name=name or object_name(obj), preprocessing=preprocessing,
                           num_classes=num_classes, source={"source": "python-object"})
     if callable(obj):
-        return Classifier(_CallableNet(obj), name=name or object_name(obj), preprocessing=preprocessing,
+        return Classifier(CallableNet(obj), name=name or object_name(obj), preprocessing=preprocessing,
                           num_classes=num_classes, differentiable=False, source={"source": "python-callable"})
     raise InputError(f"cannot use a {type(obj).__name__} as a model: give a spec string, an nn.Module or a "
                      "callable mapping float NCHW [0, 1] images to logits.")
-
-
-def object_name(obj: object) -> str:
-    """``python:<module>.<qualname>@<8 hex digits of the weights' hash>`` for an object model."""
-    cls = obj if inspect.isfunction(obj) else type(obj)
-    base = f"python:{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', type(obj).__name__)}"
-    if isinstance(obj, nn.Module):
-        h = hashlib.blake2b(digest_size=4)
-        for key, tensor in obj.state_dict().items():
-            h.update(key.encode())
-            h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-        return f"{base}@{h.hexdigest()}"
-    return base
-
-
-class _CallableNet(nn.Module):
-    """Any callable (tensor or numpy in, logits out) as a module; its output becomes a tensor."""
-
-    def __init__(self, fn: Callable) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.fn(x)
-        if isinstance(out, np.ndarray):
-            out = torch.from_numpy(out)
-        return torch.as_tensor(out).to(x.device)
 
 
 def _split_weights(rest: str) -> tuple[str, str | None]:
@@ -150,8 +116,6 @@ def load_torchvision(rest: str, options: dict[str, Any]) -> Model:
     if name not in tvm.list_models():
         raise unknown_name("torchvision model", name, tvm.list_models())
     if name in tvm.list_models(module=tvm.detection):  # detectors: random backbone with ':none', see .detection
-        from .detection import load_torchvision_detector
-
         return load_torchvision_detector(name, weights_name, options)
     weights = None
     if _wants_weights(weights_name, options.get("pretrained")):
@@ -303,13 +267,6 @@ def load_python(rest: str, options: dict[str, Any]) -> Model:
     model.source.update({"source": "python", "factory": f"{module_name}:{attr}"})
     return model
 
-
-@MODEL_SOURCES.register("demo")
-def load_demo(rest: str, options: dict[str, Any]) -> Model:
-    """``demo:cnn``, ``demo:baseline``, ``demo:detector``: the tiny models shipped for the demo world."""
-    from ..demo.models import load_demo_source
-
-    return load_demo_source(rest, options)
 
 def _import_module(module_name: str):
     if module_name.endswith(".py"):

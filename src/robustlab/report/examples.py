@@ -19,7 +19,7 @@ MAX_CORRUPTIONS = 19
 THUMB = 96
 
 
-def _thumb(img: np.ndarray) -> np.ndarray:
+def thumbnail(img: np.ndarray) -> np.ndarray:
     from PIL import Image
 
     h, w = img.shape[:2]
@@ -52,7 +52,7 @@ def corruption_examples(result) -> F.Figure | None:
                 return None
             clean = base.read(0)
             for c in corruptions:
-                rows.append([_thumb(clean)] + [_thumb(corrupt_on_the_fly(base, c, s, seed=cfg.get("seed", 0),
+                rows.append([thumbnail(clean)] + [thumbnail(corrupt_on_the_fly(base, c, s, seed=cfg.get("seed", 0),
                                                                          profile=cfg.get("profile", "imagecorruptions")).read(0))
                                               for s in severities])
         elif result.benchmark == "imagenet-c" and cfg.get("layout") == "folders":
@@ -62,7 +62,7 @@ def corruption_examples(result) -> F.Figure | None:
                     first = _first_image(root / c / str(s))
                     if first is None:
                         return None
-                    row.append(_thumb(read_image(first)))
+                    row.append(thumbnail(read_image(first)))
                 rows.append(row)
         else:
             return None

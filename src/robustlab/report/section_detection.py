@@ -17,7 +17,7 @@ import numpy as np
 
 from . import figures as F
 from .collect import metric_table
-from .sections import ReportContext, Section, _short_path, register_headline, register_section, run_labels
+from .section_base import ReportContext, Section, short_path, register_headline, register_section, run_labels
 
 BENCHMARKS = ("coco-c", "voc-c", "cityscapes-c", "detection-corrupted", "mmdet-results")
 #: Metrics in the table besides the headline, when the run has them.
@@ -118,10 +118,10 @@ def detection_section(results: Sequence, context: ReportContext | None = None) -
         for metric in shown:
             got = robustness(r, metric)
             if got is not None:
-                sec.rows.append([r.model, r.benchmark, _short_path(r.dataset), metric] +
+                sec.rows.append([r.model, r.benchmark, short_path(r.dataset), metric] +
                                 [f"{100 * v:.1f}" for v in got] + [r.run_id[:10]])
         if robustness(r, head) is None:
-            sec.rows.append([r.model, r.benchmark, _short_path(r.dataset), head, "–", "–", "–", r.run_id[:10]])
+            sec.rows.append([r.model, r.benchmark, short_path(r.dataset), head, "–", "–", "–", r.run_id[:10]])
         if len(heads) > 1:
             label = f"{label} ({head})"
         mpc = corruption_values(r, f"mPC:{head}")

@@ -18,8 +18,8 @@ import numpy as np
 from ..errors import RobustlabError
 from . import figures as F
 from .collect import metric_table
-from .examples import _thumb
-from .sections import ReportContext, Section, _short_path, register_headline, register_section, run_labels
+from .examples import thumbnail
+from .section_base import ReportContext, Section, short_path, register_headline, register_section, run_labels
 
 BENCHMARKS = ("imagenet-p", "perturbed")
 #: Frames per perturbation in the example grid, and sequences in the "flip most" figure.
@@ -95,7 +95,7 @@ def perturbation_frames(result, frames: int = EXAMPLE_FRAMES) -> tuple[list[str]
         seq = samples.read(0)
         picked = np.unique(np.linspace(0, len(seq) - 1, frames).round().astype(int)).tolist()
         folders.append(folder)
-        rows.append([_thumb(np.asarray(seq[i])) for i in picked])
+        rows.append([thumbnail(np.asarray(seq[i])) for i in picked])
     return folders, rows, picked
 
 
@@ -121,7 +121,7 @@ def most_flipping(store, results: Sequence, names: dict[str, str], top: int = MO
     Returns category labels ``"<perturbation>: <sequence>"`` and per run the flip
     probabilities (%) on those sequences (NaN where a run lacks one), or None.
     """
-    from ..engine.perturbation_benchmarks import sequence_flips
+    from ..benchmarks.perturbation import sequence_flips
 
     per_run: dict[str, dict[tuple[str, str], float]] = {}
     for r in results:
@@ -134,7 +134,7 @@ def most_flipping(store, results: Sequence, names: dict[str, str], top: int = MO
     chosen = [k for k in sorted(keys, key=lambda k: (-mean[k], k))[:top] if mean[k] > 0]
     if not chosen:
         return None
-    labels = [f"{s}: {_short_path(sid, 24)}" for s, sid in chosen]
+    labels = [f"{s}: {short_path(sid, 24)}" for s, sid in chosen]
     return labels, {name: [100 * v.get(k, np.nan) for k in chosen] for name, v in per_run.items()}
 
 
@@ -158,7 +158,7 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
         rates = mean_rates(r)
         n_seq = int(sum(v for m, _, v in r.metrics if m == "n_sequences"))
         mfp = mean_flip_probability(r)
-        sec.rows.append([r.model, r.benchmark, _short_path(r.dataset), str(n_seq), _rate_text(rates.get("mFR")),
+        sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(n_seq), _rate_text(rates.get("mFR")),
                          _rate_text(rates.get("mT5D")), "–" if mfp is None else f"{100 * mfp:.2f}", r.run_id[:10]])
         label = names[r.run_id]
         if per_perturbation(r, "flip_probability"):

@@ -22,8 +22,8 @@ from matplotlib.patches import Patch
 from ..errors import RobustlabError
 from . import figures as F
 from .collect import Estimate, metric_table
-from .examples import _thumb
-from .sections import (ReportContext, Section, _accuracy_scatter, _short_path, register_headline, register_section,
+from .examples import thumbnail
+from .section_base import (ReportContext, Section, accuracy_scatter, short_path, register_headline, register_section,
                        run_labels)
 
 BENCHMARKS = ("imagenet-vid-robust", "ytbb-robust", "video-pmk")
@@ -122,7 +122,7 @@ def anchor_examples(store, result, limit: int = MAX_EXAMPLES) -> list[AnchorExam
     anchor that is itself wrong is shown only when there are not enough of those.
     """
     from ..engine.benchmark import get_benchmark
-    from ..engine.video_benchmarks import anchor_failures, frame_predictions
+    from ..benchmarks.video import anchor_failures, frame_predictions
 
     pmk_set = get_benchmark(result.benchmark).pmk_set(result.config)
     names = pmk_set.class_names
@@ -144,7 +144,7 @@ def anchor_examples(store, result, limit: int = MAX_EXAMPLES) -> list[AnchorExam
 
 def anchor_grid(store, result, label: str) -> F.Figure | None:
     """The grid "anchor vs the neighbour that breaks it" for one run; None when frames are unreadable."""
-    from ..engine.video_benchmarks import FrameSamples
+    from ..benchmarks.video import FrameSamples
 
     try:
         examples = anchor_examples(store, result)
@@ -155,7 +155,7 @@ def anchor_grid(store, result, label: str) -> F.Figure | None:
     rows, shown = [], []
     for i, e in enumerate(examples):
         try:  # a row whose frames are not readable here is left out
-            rows.append([_thumb(frames.read(2 * i))] + ([_thumb(frames.read(2 * i + 1))] if e.offset else []))
+            rows.append([thumbnail(frames.read(2 * i))] + ([thumbnail(frames.read(2 * i + 1))] if e.offset else []))
             shown.append(e)
         except (RobustlabError, OSError):
             continue
@@ -196,7 +196,7 @@ def video_section(results: Sequence, context: ReportContext | None = None) -> Se
             continue
         pm0, pmk, k = got
         ks_seen.add(k)
-        sec.rows.append([r.model, r.benchmark, _short_path(r.dataset), str(pm0.n), pm0.percent(), pmk.percent(), str(k),
+        sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(pm0.n), pm0.percent(), pmk.percent(), str(k),
                          f"{100 * (pm0.value - pmk.value):.1f}", r.run_id[:10]])
         ks, curve = pmk_curve(r)
         if ks:
@@ -225,13 +225,13 @@ def video_section(results: Sequence, context: ReportContext | None = None) -> Se
             ylabel="pm-k accuracy (%)"))
     multi = len(points_by_set) > 1
     for i, ((bench, data), points) in enumerate(sorted(points_by_set.items())):
-        where = f" ({bench}, {_short_path(data, 28)})" if multi else ""
-        sec.figures.append(_accuracy_scatter(
+        where = f" ({bench}, {short_path(data, 28)})" if multi else ""
+        sec.figures.append(accuracy_scatter(
             "original-vs-perturbed" + (f"-{i + 1}" if multi else ""), "Original vs perturbed accuracy" + where,
             points, "original accuracy: anchors alone (%)", f"perturbed accuracy: pm-k, {k_text} (%)"))
     for i, ((bench, data), per_model) in enumerate(sorted(classes_by_set.items())):
         classes = sorted({c for orig, _ in per_model.values() for c in orig})
-        where = f" ({bench}, {_short_path(data, 28)})" if len(classes_by_set) > 1 else ""
+        where = f" ({bench}, {short_path(data, 28)})" if len(classes_by_set) > 1 else ""
         sec.figures.append(paired_class_bars(
             "per-class-accuracy" + (f"-{i + 1}" if len(classes_by_set) > 1 else ""),
             "Per-class original vs pm-k accuracy" + where,

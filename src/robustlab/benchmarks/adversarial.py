@@ -30,8 +30,8 @@ from ..errors import InputError, ModelError, unknown_name
 from ..metrics.adversarial import normalised_curve, relative_change, robustness_auc
 from ..metrics.stats import clopper_pearson
 from ..seeding import derive_seed
-from .benchmark import Benchmark, MetricRow, Unit, register_benchmark
-from .options import check_positive, class_map_config, reject_unknown
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.options import check_positive, class_map_config, reject_unknown
 
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
 

@@ -25,9 +25,9 @@ threads, x264's included), robust to other load on the machine; wall time is pri
 
 Usage::
 
-    python benchmarks/speed_perturbations.py                    # 200 images, all 10 perturbations
-    python benchmarks/speed_perturbations.py --images 20 --perturbations rotate,brightness
-    python benchmarks/speed_perturbations.py --images 20 --no-encode --json speed.json
+    python perf/speed_perturbations.py                    # 200 images, all 10 perturbations
+    python perf/speed_perturbations.py --images 20 --perturbations rotate,brightness
+    python perf/speed_perturbations.py --images 20 --no-encode --json speed.json
 """
 
 from __future__ import annotations

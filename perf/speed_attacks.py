@@ -6,7 +6,7 @@ attack on every batch and count correct predictions (one attack call per eps; FG
 its gradient for every eps). robustlab's sweep computes FGSM's gradient once for the whole grid
 and runs PGD for all strengths at once on a replicated batch.
 
-    python benchmarks/speed_attacks.py [--images 512] [--batch-size 128] [--threads 1] [--device cpu]
+    python perf/speed_attacks.py [--images 512] [--batch-size 128] [--threads 1] [--device cpu]
 
 Prints images/s for both and their ratio, and the largest accuracy difference: 0 for FGSM;
 for independent PGD only samples misclassified without perturbation can differ (the sweep

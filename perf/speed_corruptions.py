@@ -2,7 +2,7 @@
 
 For each image size, corruption and severity, times calls of robustlab's ``corrupt`` in this
 process and of imagecorruptions' ``corrupt`` in the pinned reference environment
-(``benchmarks/refenv.py``, a subprocess), both limited to one thread (OpenMP, BLAS, MKL,
+(``perf/refenv.py``, a subprocess), both limited to one thread (OpenMP, BLAS, MKL,
 numba, OpenCV). Each figure is the minimum over at least ``--repeat`` calls (``--reference-repeat``
 for the reference), and on both sides more calls, up to 50, until ``--min-time`` CPU seconds are
 spent on the cell: a cell of a few milliseconds gets dozens of calls, so its minimum does not
@@ -24,9 +24,9 @@ robustlab's figures are printed alone, saying why.
 
 Usage::
 
-    python benchmarks/speed_corruptions.py                               # all 19 x 5, 224x224 and 640x427
-    python benchmarks/speed_corruptions.py --repeat 3 --sizes 224x224 --corruptions blur,fog
-    python benchmarks/speed_corruptions.py --no-reference --json speed.json
+    python perf/speed_corruptions.py                               # all 19 x 5, 224x224 and 640x427
+    python perf/speed_corruptions.py --repeat 3 --sizes 224x224 --corruptions blur,fog
+    python perf/speed_corruptions.py --no-reference --json speed.json
 
 Sizes are WIDTHxHEIGHT. Exit status 1 when the reference ran and a target is missed.
 """
@@ -158,7 +158,7 @@ def time_robustlab(images: dict[str, np.ndarray], names: list[str], repeat: int,
 
 
 # Runs inside the reference environment: np.random.seed, then imagecorruptions' corrupt, timed
-# with both clocks; the outputs are dropped (parity is benchmarks/parity_corruptions.py's job).
+# with both clocks; the outputs are dropped (parity is perf/parity_corruptions.py's job).
 _REFERENCE_TIMER = r"""
 import json, sys, time, warnings
 import numpy as np

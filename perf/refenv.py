@@ -2,7 +2,7 @@
 
 imagecorruptions 1.1.2 no longer imports on a current NumPy / scikit-image stack (it needs
 ``pkg_resources``, passes ``multichannel=True`` to ``skimage.filters.gaussian`` and uses
-``np.float_``). This module builds, once, ``benchmarks/.refenv`` (gitignored) with the pinned
+``np.float_``). This module builds, once, ``perf/.refenv`` (gitignored) with the pinned
 stack it was written for, and runs it as an oracle in a subprocess, exchanging ``.npz`` files.
 
 Python API (used by the parity and speed harnesses)::
@@ -17,9 +17,9 @@ Python API (used by the parity and speed harnesses)::
 
 Command line::
 
-    python benchmarks/refenv.py build           # build (or check) the environment
-    python benchmarks/refenv.py info            # print the pinned versions inside it
-    python benchmarks/refenv.py rebuild         # delete and build again
+    python perf/refenv.py build           # build (or check) the environment
+    python perf/refenv.py info            # print the pinned versions inside it
+    python perf/refenv.py rebuild         # delete and build again
 
 Optional: :func:`run_imagemagick_motion_blur` runs hendrycks' ImageMagick motion blur (Wand) in
 the same environment, for the statistical parity of the hendrycks profiles' motion_blur.

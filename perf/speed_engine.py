@@ -22,8 +22,8 @@ table; ``--json PATH`` also writes the numbers. Exit status 1 when a target is m
 
 Usage::
 
-    python benchmarks/speed_engine.py
-    python benchmarks/speed_engine.py --images 4000 --workers 2 --repeat 3 --json engine.json
+    python perf/speed_engine.py
+    python perf/speed_engine.py --images 4000 --workers 2 --repeat 3 --json engine.json
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ fasterrcnn_mobilenet_v3_large_320_fpn with random weights instead).
   resolution in ``--workers`` processes (robustlab's kernels), batched inference, per-unit
   Parquet, COCO AP family with faster-coco-eval, P / mPC / rPC.
 - **reference**: the same pipeline as mmdetection's ``test_robustness.py`` runs it:
-  imagecorruptions 1.1.2 (in the pinned environment of ``benchmarks/refenv.py``; its time is
+  imagecorruptions 1.1.2 (in the pinned environment of ``perf/refenv.py``; its time is
   the sum of the ``corrupt`` calls alone, no process start), the same detector on each image,
   and COCO AP with pycocotools' COCOeval per setting.
 
@@ -26,9 +26,9 @@ the reference on CPU. Exit status 1 when missed.
 
 Usage::
 
-    python benchmarks/speed_detection.py                                  # the full run (hours: reference glass blur)
-    python benchmarks/speed_detection.py --images 8 --size 320x240 --corruptions gaussian_noise,glass_blur,fog
-    python benchmarks/speed_detection.py --images 20 --json detection_speed.json
+    python perf/speed_detection.py                                  # the full run (hours: reference glass blur)
+    python perf/speed_detection.py --images 8 --size 320x240 --corruptions gaussian_noise,glass_blur,fog
+    python perf/speed_detection.py --images 20 --json detection_speed.json
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from robustlab.data.images import write_image  # noqa: E402
 from robustlab.engine import evaluate, get_benchmark, opened_store  # noqa: E402
-from robustlab.engine.corruption_benchmarks import select_corruptions  # noqa: E402
+from robustlab.benchmarks.corruption import select_corruptions  # noqa: E402
 from robustlab.metrics.detection import coco_metrics, to_coco_results  # noqa: E402
 from robustlab.metrics.under_corruption import performance_under_corruption  # noqa: E402
 from robustlab.models.detection import as_detector  # noqa: E402

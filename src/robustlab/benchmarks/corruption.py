@@ -34,9 +34,9 @@ from ..metrics.corruption import (
     get_corruption_baseline,
     relative_corruption_errors,
 )
-from .benchmark import Benchmark, MetricRow, Unit, register_benchmark
-from .options import check_positive, class_map_config, reject_unknown
-from .classification import error_rows, setting_counts
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.options import check_positive, class_map_config, reject_unknown
+from ..engine.classification import error_rows, setting_counts
 
 CLEAN = "clean"
 

@@ -11,7 +11,7 @@ setting ``clean``; the corrupted settings are ``<corruption>/<severity>``. Units
 and a shard of images (``fog/3/shard-0001``), so a stopped run resumes where it stopped.
 
 Per-image detections are stored as padded columns (see
-:mod:`robustlab.engine.detection_inputs`) and scored after the run: COCO AP family with
+:mod:`robustlab.benchmarks.detection_inputs`) and scored after the run: COCO AP family with
 faster-coco-eval (``coco-c``, ``detection-corrupted``, ``cityscapes-c`` on its 8 instance
 classes), or VOC AP50 (``voc-c``: VOC07 11-point by default, ``ap_method=all-point``).
 P is the clean performance, mPC the mean over the chosen corruptions and severities, and
@@ -54,9 +54,9 @@ from ..metrics.corruption import BENCHMARK_CORRUPTIONS
 from ..metrics.detection import detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
 from ..metrics.under_corruption import rmse_vs_rpc
-from .benchmark import Benchmark, MetricRow, Unit, register_benchmark
-from .corruption_benchmarks import select_corruptions
-from .options import check_positive, reject_unknown
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from .corruption import select_corruptions
+from ..engine.options import check_positive, reject_unknown
 from .detection_inputs import DetectionImages, cache_root, detect_batch, unpad_detections, write_cache_settings
 from .detection_results import (
     CLEAN,
@@ -535,7 +535,7 @@ def import_mmdet(path: str | Path, *, corruptions: str | Sequence[str] = "benchm
     table = format_robustness_table(perf, headline=headline)
     if store is None:
         return table, perf, None
-    from .evaluation import evaluate
+    from ..engine.evaluation import evaluate
 
     result = evaluate(model or f"mmdet:{Path(path).stem}", "mmdet-results", path, store=store,
                       corruptions=names, severities=sev, rpc=rpc, task=task, progress=False)

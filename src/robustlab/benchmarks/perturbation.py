@@ -57,9 +57,9 @@ from ..perturbations.io import (
     read_cifar_p,
     read_sequence,
 )
-from .benchmark import Benchmark, MetricRow, Unit, register_benchmark
-from .classification import classify_batch
-from .options import check_positive, class_map_config, reject_unknown
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.classification import classify_batch
+from ..engine.options import check_positive, class_map_config, reject_unknown
 
 #: Stored column of per-frame top-k classes, (N, T*k) int32.
 FRAMES_COLUMN = "frame_top5"
@@ -378,7 +378,7 @@ def most_flipping_sequences(run: str, *, store: object = None, stride: int = 1, 
 
     ``perturbation`` keeps one folder (``"rotate"``, ``"gaussian_noise_2"``); ``top=None`` keeps all.
     """
-    from .evaluation import opened_store
+    from ..engine.evaluation import opened_store
 
     with opened_store(store) as st:
         record = st.get_run(run)

@@ -51,8 +51,8 @@ from ..metrics.pmk import (
 from ..metrics.stats import clopper_pearson
 from ..models.projection import MERGES, groups_from_map, project_logits
 from ..models.protocol import check_logits
-from .benchmark import Benchmark, MetricRow, Unit, register_benchmark
-from .options import reject_unknown
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.options import reject_unknown
 
 FRAMES = "frames"
 #: The headline pm-k (the papers' pm-10) and the end of the accuracy-vs-k curve.
@@ -544,7 +544,7 @@ class GenericVideoPmk(VideoPmk):
 
 
 def _run_set(store, run: str):
-    from .benchmark import get_benchmark
+    from ..engine.benchmark import get_benchmark
 
     record = store.get_run(run)
     bench = get_benchmark(record.benchmark)

@@ -1,7 +1,7 @@
 """Parity of robustlab's corruptions with imagecorruptions 1.1.2 (faithful mode).
 
 For every image, corruption and severity, runs imagecorruptions in the pinned reference
-environment (``benchmarks/refenv.py``) after ``np.random.seed(seed)`` and robustlab with
+environment (``perf/refenv.py``) after ``np.random.seed(seed)`` and robustlab with
 ``rng=np.random.RandomState(seed)``, and compares the two uint8 outputs.
 
 Printed per corruption (over all images and severities):
@@ -17,11 +17,11 @@ Printed per corruption (over all images and severities):
 
 Usage::
 
-    python benchmarks/parity_corruptions.py                       # all 19, severities 1-5
-    python benchmarks/parity_corruptions.py --corruptions blur,fog --images small
-    python benchmarks/parity_corruptions.py --json parity.json --timing
-    python benchmarks/parity_corruptions.py --write-golden tests/fixtures/corruptions/golden.npz
-    python benchmarks/parity_corruptions.py --imagemagick-motion  # hendrycks' Wand route (optional)
+    python perf/parity_corruptions.py                       # all 19, severities 1-5
+    python perf/parity_corruptions.py --corruptions blur,fog --images small
+    python perf/parity_corruptions.py --json parity.json --timing
+    python perf/parity_corruptions.py --write-golden tests/fixtures/corruptions/golden.npz
+    python perf/parity_corruptions.py --imagemagick-motion  # hendrycks' Wand route (optional)
 
 Exit status 1 when a target is missed.
 """
@@ -163,7 +163,7 @@ def parity(images: dict[str, np.ndarray], names: list[str], severities: list[int
 
     Timings (one process each, one call at a time, OpenCV and BLAS limited to one thread) are
     the minimum over ``repeat`` calls on each side, in CPU seconds by default (steady on a busy
-    machine) or wall seconds; benchmarks/speed_corruptions.py is the speed benchmark proper.
+    machine) or wall seconds; perf/speed_corruptions.py is the speed benchmark proper.
     """
     python = ensure_refenv()
     keys = list(images)
@@ -284,7 +284,7 @@ def write_golden(path: Path, names: list[str], seed: int) -> None:
     for job, (out, _) in zip(jobs, outs):
         arrays[f"{keys[job.image]}/{job.name}/{job.severity}"] = out
     meta = {"seed": seed, "reference": "imagecorruptions==1.1.2", "severities": list(GOLDEN_SEVERITIES),
-            "made_by": "benchmarks/parity_corruptions.py --write-golden"}
+            "made_by": "perf/parity_corruptions.py --write-golden"}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp.npz")

@@ -1,0 +1,50 @@
+"""The adversarial section (``adversarial-auc``): accuracy and normalised accuracy vs eps, R."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+from . import figures as F
+from .collect import Estimate, metric_table
+from .section_base import (ReportContext, Section, label, register_section,
+                           short_path)
+
+
+@register_section("adversarial", ["adversarial-auc"])
+def adversarial_section(results: Sequence, context: ReportContext | None = None) -> Section:
+    sec = Section("adversarial", "Adversarial robustness over an epsilon interval",
+                  "Accuracy under attack f(eps) for strengths eps in pixel units of [0, 1], and R, the area under "
+                  "f(eps)/f(eps0) over the interval divided by its length (1: no loss; 0.5: a linear fall to 0).",
+                  ["model", "dataset", "attack", "clean accuracy % [95% CI]", "R", "run"])
+    norm_x, norm_y, acc_y, acc_band = {}, {}, {}, {}
+    for r in results:
+        s, t = r.summary or {}, metric_table(r)
+        curve = s.get("curve") or []
+        n = t.get(("n", ""))
+        clean = Estimate.from_fraction(curve[0]["accuracy"], n) if curve else None
+        rv = s.get("R")
+        sec.rows.append([r.model, short_path(r.dataset), f"{s.get('attack', '?')} {s.get('norm', '')}",
+                         clean.percent() if clean else "–", "–" if rv is None else f"{rv:.3f}", r.run_id[:10]])
+        name = f"{label(r)} ({s.get('attack', '')}, R = {rv:.3f})" if rv is not None else f"{label(r)} (R undefined)"
+        eps = [p["eps"] for p in curve]
+        if eps and all(p.get("normalised") is not None for p in curve):
+            norm_x[name], norm_y[name] = eps, [p["normalised"] for p in curve]
+        if eps:
+            acc_y[name] = [100 * p["accuracy"] for p in curve]
+            if all(p.get("low") is not None for p in curve):
+                acc_band[name] = ([100 * p["low"] for p in curve], [100 * p["high"] for p in curve])
+            norm_x.setdefault(name, eps)
+        sec.notes += [f"{label(r)}: {n_}" for n_ in r.notes]
+    if norm_y:
+        sec.figures.append(F.lines("normalised-accuracy-vs-eps", "Normalised accuracy vs attack strength",
+                                   "f(eps) / f(eps0): accuracy under attack relative to clean accuracy; R (legend) is "
+                                   "the area under this curve over the interval, divided by its length.",
+                                   norm_x, norm_y, xlabel="attack strength eps (L-inf, pixel units of [0, 1])",
+                                   ylabel="normalised accuracy f(eps)/f(eps0)", ylim=(0, 1.05)))
+    if acc_y:
+        sec.figures.append(F.lines("accuracy-vs-eps", "Accuracy vs attack strength",
+                                   "Top-1 accuracy (%) under attack with 95% Clopper-Pearson bands.",
+                                   {k: norm_x[k] for k in acc_y}, acc_y, bands=acc_band,
+                                   xlabel="attack strength eps (pixel units of [0, 1])", ylabel="accuracy (%)"))
+    return sec

@@ -1,0 +1,65 @@
+"""The common-corruptions section (``imagenet-c``, ``corrupted``): CE per corruption, error vs severity, clean vs corrupted accuracy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import figures as F
+from .collect import Estimate, metric_table
+from .section_base import (ReportContext, Section, accuracy_scatter, first_value, label, pct, register_section,
+                           short_path)
+
+
+@register_section("corruption", ["imagenet-c", "corrupted"])
+def corruption_section(results: Sequence, context: ReportContext | None = None) -> Section:
+    sec = Section("corruption", "Common corruptions (ImageNet-C)",
+                  "Top-1 error under 15 benchmark corruptions at 5 severities. CE normalises a corruption's "
+                  "summed error by the baseline's (AlexNet unless stated), mCE averages CE over the 15 "
+                  "corruptions; relative mCE measures the drop from clean error. Lower is better; the "
+                  "baseline scores 100.",
+                  ["model", "benchmark", "dataset", "clean accuracy % [95% CI]", "mean corruption accuracy %",
+                   "mCE", "relative mCE", "run"])
+    ce_series, sev_series, sev_x, points = {}, {}, {}, {}
+    categories: list[str] = []
+    for r in results:
+        t, s = metric_table(r), r.summary or {}
+        clean_err = s.get("clean_error")
+        clean = Estimate.from_fraction(1 - clean_err, t.get(("n_samples", "clean"))) if clean_err is not None else None
+        mca = first_value(s, "mean_corruption_accuracy", "mean_corruption_accuracy_subset")
+        mce = first_value(s, "mce", "mce_subset")
+        sec.rows.append([r.model, r.benchmark, short_path(r.dataset), clean.percent() if clean else "–", pct(mca),
+                         pct(mce), pct(first_value(s, "relative_mce", "relative_mce_subset")), r.run_id[:10]])
+        corr = s.get("corruptions") or {}
+        ces = {c: v.get("ce") for c, v in corr.items() if v.get("ce") is not None}
+        if ces:
+            for c in ces:
+                if c not in categories:
+                    categories.append(c)
+            ce_series[label(r)] = ces
+        sevs = sorted({int(k) for v in corr.values() for k, e in (v.get("errors") or {}).items() if e is not None})
+        if sevs:
+            xs = ([0] if clean_err is not None else []) + sevs
+            ys = ([clean_err] if clean_err is not None else []) + [
+                float(np.mean([v["errors"][str(k)] for v in corr.values() if v["errors"].get(str(k)) is not None]))
+                for k in sevs]
+            sev_x[label(r)], sev_series[label(r)] = xs, [100 * y for y in ys]
+        if clean is not None and mca is not None:
+            points[label(r)] = (clean.value, mca, (clean.low, clean.high), None)
+        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+    if ce_series:
+        sec.figures.append(F.bar_groups(
+            "ce-per-corruption", "Corruption error per corruption",
+            "CE per corruption (%); the dashed line is the baseline (100). Lower is more robust.",
+            categories, {m: [100 * v.get(c, np.nan) for c in categories] for m, v in ce_series.items()},
+            ylabel="corruption error CE (%)", reference=100, reference_label="baseline (100)"))
+    if sev_series:
+        sec.figures.append(F.lines(
+            "error-vs-severity", "Error vs severity",
+            "Top-1 error (%) averaged over the evaluated corruptions at each severity; severity 0 is the clean "
+            "error.", sev_x, sev_series, xlabel="severity (0 = clean)", ylabel="top-1 error (%)"))
+    if points:
+        sec.figures.append(accuracy_scatter("clean-vs-corrupted", "Clean vs corrupted accuracy", points,
+                                             "clean accuracy (%)", "mean accuracy under corruption (%)"))
+    return sec
