@@ -19,9 +19,11 @@ from .registry import (
     list_corruptions,
     resolve_corruptions,
 )
+from .transforms import PAPER_NOISE_AUGMENTATION, RandomCorruption
 
 __all__ = [
-    "CANONICAL_ORDER", "CORRUPTIONS", "GROUPS", "MIN_SIZE", "PROFILES", "Corruption",
+    "CANONICAL_ORDER", "CORRUPTIONS", "GROUPS", "MIN_SIZE", "PAPER_NOISE_AUGMENTATION", "PROFILES", "Corruption",
+    "RandomCorruption",
     "check_severity", "corrupt", "corrupt_batch", "get_corruption", "list_corruptions",
     "resolve_corruptions",
 ]
