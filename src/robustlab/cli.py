@@ -79,7 +79,7 @@ def list_command(
     what: str = typer.Argument("corruptions", help="corruptions or profiles."),
     subset: str = typer.Option("all", "--subset", help="Corruption subset: all, benchmark, holdout or a group."),
 ) -> None:
-    """List the registered corruptions (name, group, set) or the parameter profiles."""
+    """List the registered corruptions (name, group, set, torch backend parity) or the parameter profiles."""
     from rich.console import Console
     from rich.table import Table
 
@@ -91,10 +91,14 @@ def list_command(
         return
     if what != "corruptions":
         raise unknown_name("list", what, ["corruptions", "profiles"])
-    table = Table("name", "group", "set", "faithful seeding")
+    from .corruptions.torch.parity import load_parity, parity_status  # no torch import
+
+    parity = load_parity()
+    table = Table("name", "group", "set", "faithful seeding", "torch parity")
     for name in list_corruptions(subset):
         c = get_corruption(name)
-        table.add_row(name, c.group, "benchmark" if c.benchmark else "held-out", "yes" if c.seedable else "no")
+        table.add_row(name, c.group, "benchmark" if c.benchmark else "held-out", "yes" if c.seedable else "no",
+                      parity_status(name, parity))
     Console().print(table)
 
 

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Sequence
 
 import numpy as np
 
 from ..data.images import check_image
 from ..errors import InputError
 from ..seeding import RngLike, as_random_state, derive_seed
+from .checks import MIN_SIZE, check_severity
 from .registry import check_profile, get_corruption
 
-#: Smallest image side accepted (pixels). The references' kernels (plasma fractal, frost
-#: crops, zoom, glass blur windows) assume at least this much; imagecorruptions documents 32.
-MIN_SIZE = 32
-
-
-def check_severity(severity: object) -> int:
-    if isinstance(severity, bool) or not isinstance(severity, (int, np.integer)) or not 1 <= int(severity) <= 5:
-        raise InputError(f"severity must be an integer 1..5; got {severity!r}.")
-    return int(severity)
+__all__ = ["MIN_SIZE", "check_severity", "corrupt", "corrupt_batch", "is_torch_tensor"]
 
 
 def corrupt(image: np.ndarray, name: str, severity: int, *, rng: RngLike = None,
@@ -58,15 +52,44 @@ def corrupt(image: np.ndarray, name: str, severity: int, *, rng: RngLike = None,
     return out
 
 
-def corrupt_batch(images: Iterable[np.ndarray] | np.ndarray, name: str, severity: int, *,
-                  seed: int = 0, ids: Sequence[object] | None = None,
-                  profile: str = "imagecorruptions") -> list[np.ndarray]:
+def is_torch_tensor(value: object) -> bool:
+    """True for a torch tensor, without importing torch (a tensor implies torch is loaded)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def corrupt_batch(images, name: str, severity, *, seed: int = 0, ids: Sequence[object] | None = None,
+                  profile: str = "imagecorruptions"):
     """Corrupt many images, each with its own seed ``derive_seed(seed, id, name, severity)``.
 
     ``ids`` identify the images (file names, sample indices); by default their positions. The
     result for an image depends only on (seed, id, name, severity, profile), not on batch order
-    or size, so shards and workers reproduce the same dataset. Images may differ in size.
+    or size, so shards and workers reproduce the same dataset.
+
+    Parameters
+    ----------
+    images : iterable of np.ndarray, np.ndarray, or torch.Tensor
+        numpy: uint8 HxW / HxWx3 images (an NHWC array or a list; sizes may differ); the
+        numpy kernels, the definition. torch: a uint8 (N, H, W, 3) or float (N, 3, H, W)
+        [0, 1] batch; corrupted on its device by the torch backend
+        (:func:`robustlab.corruptions.torch.corrupt_tensor`).
+    name : str
+        A corruption name.
+    severity : int
+        1..5. With a tensor batch, also a sequence or 1-D tensor of one severity per image.
+    seed, ids, profile
+        As above; ``profile`` as in :func:`corrupt`.
+
+    Returns
+    -------
+    list of np.ndarray or torch.Tensor
+        numpy input: a list of uint8 HxWx3 arrays. Tensor input: a tensor of the input's
+        shape, dtype, layout and device.
     """
+    if is_torch_tensor(images):
+        from .torch.batch import corrupt_tensor
+
+        return corrupt_tensor(images, name, severity, seed=seed, ids=ids, profile=profile)
     imgs = list(images)
     ids = list(range(len(imgs))) if ids is None else list(ids)
     if len(ids) != len(imgs):

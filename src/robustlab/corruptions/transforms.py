@@ -12,7 +12,12 @@ the seed and its id, never on the batch it lands in, the worker that draws it or
 pass ids that include the epoch (``(epoch, index)``) to get fresh draws every epoch.
 
 The numpy path takes uint8 HxWx3 images (one array, an NHWC array or a list of arrays of any
-sizes) and returns the same form.
+sizes) and returns the same form. The torch path takes a tensor batch as
+:func:`~robustlab.corruptions.corrupt_batch` does (uint8 (N, H, W, 3) or float (N, 3, H, W) in
+[0, 1], on any device) and corrupts it on its device with the torch backend, one call per
+corruption drawn: the same choices and seeds as the numpy path (``choose(id)`` decides), so
+the two paths differ only as the backends do. In a torchvision ``transforms.v2`` pipeline use
+:class:`robustlab.corruptions.torch.augment.TorchvisionRandomCorruption`.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..seeding import derive_seed
-from .api import check_severity, corrupt
+from .api import check_severity, corrupt, is_torch_tensor
 from .registry import check_profile, get_corruption, resolve_corruptions
 
 #: ImageNet-Vid-Robust's noise augmentation (Shankar et al., paper 000): every training image
@@ -138,9 +143,41 @@ class RandomCorruption:
         return corrupt(image, name, severity, rng=np.random.RandomState(derive_seed(self.seed, image_id, name, severity)),
                        profile=self.profile)
 
-    def __call__(self, images: np.ndarray | Iterable[np.ndarray], ids: Sequence[object] | None = None):
-        """Augment one image (HxWx3), an NHWC batch or a list of images; ``ids`` identify them
-        (default: their positions, which repeats the same draws every call: pass real ids)."""
+    def apply_tensor(self, images, ids: Sequence[object] | None = None):
+        """The torch path: augment a uint8 (N, H, W, 3) or float (N, 3, H, W) [0, 1] batch on its device.
+
+        Image i gets ``choose(ids[i])`` (unchanged when None) and is corrupted with the seed
+        ``derive_seed(seed, ids[i], name, severity)``, as :meth:`apply_one` does; the images
+        that drew the same corruption go through the torch backend together. Returns a new
+        tensor of the input's shape, dtype, layout and device.
+        """
+        import torch
+
+        from .torch.batch import check_tensor, corrupt_tensor
+
+        check_tensor(images)
+        n = images.shape[0]
+        keys = list(range(n)) if ids is None else list(ids)
+        if len(keys) != n:
+            raise InputError(f"got {n} images but {len(keys)} ids; give one id per image.")
+        choices = [self.choose(key) for key in keys]
+        by_name: dict[str, list[int]] = {}
+        for i, choice in enumerate(choices):
+            if choice is not None:
+                by_name.setdefault(choice[0], []).append(i)
+        out = images.clone()
+        for name, members in by_name.items():
+            index = torch.as_tensor(members, device=images.device)
+            out[index] = corrupt_tensor(images.index_select(0, index), name, [choices[i][1] for i in members],
+                                        seed=self.seed, ids=[keys[i] for i in members], profile=self.profile)
+        return out
+
+    def __call__(self, images, ids: Sequence[object] | None = None):
+        """Augment one image (HxWx3), an NHWC batch or a list of images (numpy), or a tensor
+        batch (torch: see :meth:`apply_tensor`); ``ids`` identify them (default: their
+        positions, which repeats the same draws every call: pass real ids)."""
+        if is_torch_tensor(images):
+            return self.apply_tensor(images, ids)
         if isinstance(images, np.ndarray) and images.ndim == 3:
             return self.apply_one(images, 0 if ids is None else ids[0] if isinstance(ids, (list, tuple)) else ids)
         stacked = isinstance(images, np.ndarray)

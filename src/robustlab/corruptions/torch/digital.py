@@ -1,0 +1,241 @@
+"""Digital corruptions on a torch device: brightness, contrast, elastic_transform, pixelate,
+jpeg_compression (benchmark) and saturate (held-out).
+
+Same definitions and tables as :mod:`robustlab.corruptions.digital`. brightness, saturate
+(scikit-image's HSV formulas), contrast, pixelate (Pillow's BOX and NEAREST sampling
+positions and weights) and jpeg_compression (a real JPEG round trip) draw nothing.
+elastic_transform draws, per image, the displacement fields (and, in the hendrycks profiles,
+the affine jitter first) and samples with mirrored borders.
+
+JPEG: on a CUDA device the round trip runs on the GPU through torchvision's nvJPEG encoder
+and decoder; on any other device (CPU, MPS) through torchvision's libjpeg-turbo on the CPU
+(the same bytes as the numpy path's OpenCV / Pillow encoders), with the images copied to the
+CPU and back.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import cv2
+import numpy as np
+import torch
+
+from .. import digital as numpy_digital
+from .draws import uniform
+from .ops import bilinear_sample, gaussian_blur
+from .registry import register_torch
+
+__all__ = ["hsv_adjust", "jpeg_round_trip", "box_weights", "nearest_index"]
+
+
+# --------------------------------------------------------------------------- HSV
+
+def hsv_adjust(x: torch.Tensor, shift_value: float = 0.0, saturation_factor: float = 1.0,
+               saturation_offset: float = 0.0) -> torch.Tensor:
+    """RGB (N, 3, H, W) in [0, 1] -> HSV (scikit-image's ``rgb2hsv``), V + ``shift_value`` and
+    S * ``saturation_factor`` + ``saturation_offset`` (each clipped to [0, 1]), -> RGB
+    (``hsv2rgb``). Hue by the largest channel, blue winning ties over green over red."""
+    r, g, b = x[:, 0], x[:, 1], x[:, 2]
+    v = torch.maximum(torch.maximum(r, g), b)
+    delta = v - torch.minimum(torch.minimum(r, g), b)
+    grey = delta == 0
+    safe = torch.where(grey, torch.ones_like(delta), delta)
+    s = torch.where(grey, torch.zeros_like(delta), delta / torch.where(grey, torch.ones_like(v), v))
+    h = (g - b) / safe
+    h = torch.where(g == v, 2.0 + (b - r) / safe, h)
+    h = torch.where(b == v, 4.0 + (r - g) / safe, h)
+    h = torch.where(grey, torch.zeros_like(h), torch.remainder(h / 6.0, 1.0))
+    v = (v + shift_value).clamp(0, 1)
+    s = (s * saturation_factor + saturation_offset).clamp(0, 1)
+    # hsv2rgb: channel = v - v s clip(min(k, 4 - k), 0, 1) with k = (n + 6h) mod 6, n = 5, 3, 1
+    # for R, G, B: scikit-image's six sectors (p, q, t), in one expression per channel
+    h6 = h * 6.0
+    vs = v * s
+    channels = [v - vs * torch.minimum(k, 4 - k).clamp(0, 1)
+                for k in (torch.remainder(n + h6, 6.0) for n in (5.0, 3.0, 1.0))]
+    return torch.stack(channels, dim=1)
+
+
+@register_torch("brightness")
+def brightness(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
+    """HSV value + c (clipped to 1). Draws nothing."""
+    return hsv_adjust(x, shift_value=numpy_digital.BRIGHTNESS[profile][severity - 1])
+
+
+@register_torch("saturate")
+def saturate(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
+    """HSV saturation * a + b (clipped to [0, 1]). Draws nothing."""
+    factor, offset = numpy_digital.SATURATE[profile][severity - 1]
+    return hsv_adjust(x, saturation_factor=factor, saturation_offset=offset)
+
+
+@register_torch("contrast")
+def contrast(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
+    """Each channel pulled towards its own mean by factor c. Draws nothing."""
+    c = numpy_digital.CONTRAST[profile][severity - 1]
+    means = x.mean(dim=(2, 3), keepdim=True, dtype=torch.float64).to(x.dtype)
+    return (x - means) * c + means
+
+
+# --------------------------------------------------------------------------- pixelate
+
+def box_weights(n_in: int, n_out: int) -> np.ndarray:
+    """Pillow's BOX resampling weights along one axis: (n_out, n_in) float64, rows sum to 1.
+
+    Output pixel k covers ``[(k + 0.5) s - s/2, (k + 0.5) s + s/2)`` in input coordinates
+    (``s = n_in / n_out``, at least a pixel wide when upsampling) and averages, with equal
+    weights, the input pixels whose centre falls in that box (half-open on the left, as
+    Pillow's ``-0.5 < t <= 0.5`` test).
+    """
+    scale = n_in / n_out
+    support = 0.5 * max(scale, 1.0)
+    centre = (np.arange(n_out) + 0.5) * scale
+    lo = np.maximum((centre - support + 0.5).astype(np.int64), 0)
+    hi = np.minimum((centre + support + 0.5).astype(np.int64), n_in)
+    pixel = np.arange(n_in)[None, :]
+    t = (pixel - centre[:, None] + 0.5) / max(scale, 1.0)
+    weights = ((t > -0.5) & (t <= 0.5) & (pixel >= lo[:, None]) & (pixel < hi[:, None])).astype(np.float64)
+    return weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+
+
+def nearest_index(n_in: int, n_out: int) -> np.ndarray:
+    """Pillow's NEAREST resize source index per output pixel: ``floor((k + 0.5) n_in / n_out)``."""
+    return np.minimum(((np.arange(n_out) + 0.5) * (n_in / n_out)).astype(np.int64), n_in - 1)
+
+
+def _box_resize(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """BOX resize of (N, C, H, W) to (height, width): horizontal pass first, as Pillow."""
+    wx = torch.as_tensor(box_weights(x.shape[-1], width), dtype=x.dtype, device=x.device)
+    wy = torch.as_tensor(box_weights(x.shape[-2], height), dtype=x.dtype, device=x.device)
+    return torch.matmul(wy, torch.matmul(x, wx.T))
+
+
+@register_torch("pixelate", rounding="round")
+def pixelate(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
+    """BOX downsampling by c, then NEAREST (imagecorruptions) or BOX (hendrycks) back up. Draws nothing.
+
+    Pillow rounds to 8 bits after each pass; here the passes stay in float (uint8 output is
+    rounded once, at the end).
+    """
+    c = numpy_digital.PIXELATE[profile][severity - 1]
+    h, w = x.shape[-2:]
+    small = _box_resize(x, int(h * c), int(w * c))
+    if profile != "imagecorruptions":
+        return _box_resize(small, h, w)
+    rows = torch.as_tensor(nearest_index(small.shape[-2], h), device=x.device)
+    cols = torch.as_tensor(nearest_index(small.shape[-1], w), device=x.device)
+    return small.index_select(2, rows).index_select(3, cols)
+
+
+# --------------------------------------------------------------------------- jpeg
+
+def _torchvision_jpeg():
+    """torchvision's (encode_jpeg, decode_jpeg), or None when its image ops are unavailable."""
+    try:
+        from torchvision.io import decode_jpeg, encode_jpeg
+    except ImportError:  # pragma: no cover - torchvision is a dependency
+        return None
+    return encode_jpeg, decode_jpeg
+
+
+def jpeg_round_trip(images: torch.Tensor, quality: int) -> torch.Tensor:
+    """Encode every uint8 (N, 3, H, W) image as a baseline JPEG at ``quality`` and decode it.
+
+    CUDA tensors: torchvision's nvJPEG encoder and decoder, batched on the GPU. Other devices:
+    torchvision's libjpeg-turbo on the CPU (OpenCV's when torchvision's image ops are missing),
+    returned on the input's device.
+
+    Returns
+    -------
+    torch.Tensor
+        uint8 (N, 3, H, W) on ``images``' device.
+    """
+    codec = _torchvision_jpeg()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torchvision 0.29 marks its image codecs deprecated
+        if codec is not None and images.device.type == "cuda":
+            encode, decode = codec
+            encoded = encode(list(images.contiguous()), quality=int(quality))
+            return torch.stack(decode(encoded, device=images.device))
+        cpu = images.cpu().contiguous()
+        if codec is not None:
+            encode, decode = codec
+            out = torch.stack([decode(encode(img, quality=int(quality))) for img in cpu])
+        else:  # pragma: no cover - torchvision without image ops
+            out = torch.stack([torch.from_numpy(_cv2_round_trip(img.permute(1, 2, 0).numpy(), quality)).permute(2, 0, 1)
+                               for img in cpu])
+    return out.to(images.device)
+
+
+def _cv2_round_trip(rgb: np.ndarray, quality: int) -> np.ndarray:  # pragma: no cover - fallback
+    ok, encoded = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise RuntimeError("OpenCV could not encode a JPEG")
+    return cv2.cvtColor(cv2.imdecode(encoded, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+
+
+@register_torch("jpeg_compression", rounding="round")
+def jpeg_compression(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
+    """A real JPEG round trip at the severity's quality (4:2:0, libjpeg's quality tables).
+
+    Float values are rounded to 8 bits first (JPEG codes 8-bit samples). Draws nothing.
+    """
+    quality = numpy_digital.JPEG_QUALITY[profile][severity - 1]
+    levels = torch.round(x.clamp(0, 1) * 255).to(torch.uint8)
+    return jpeg_round_trip(levels, quality).to(x.dtype) / 255
+
+
+# --------------------------------------------------------------------------- elastic
+
+def _displacement(generators: list, shape: tuple[int, int], amplitude: float, sigma, alpha: float,
+                  device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """alpha * Gaussian-smoothed (mirrored borders, radius 3 sigma) uniform(-amplitude, amplitude)
+    noise: (N, H, W), one (H, W) draw per image."""
+    noise = uniform(generators, -amplitude, amplitude, (1, *shape), device=device, dtype=dtype)
+    return (gaussian_blur(noise, sigma, mode="reflect", truncate=3.0) * alpha)[:, 0]
+
+
+def _random_affine(x: torch.Tensor, jitter: float, generators: list) -> torch.Tensor:
+    """Hendrycks' random affine: three anchor points jittered by uniform(-jitter, jitter) (six
+    draws per image), bilinear, ``BORDER_REFLECT_101``. The anchors are built in (row, col)
+    order and handed to OpenCV as (x, y), as the reference does."""
+    n, _, h, w = x.shape
+    centre = np.float32((h, w)) // 2
+    half = min(h, w) // 3
+    src = np.float32([centre + half, [centre[0] + half, centre[1] - half], centre - half])
+    jitters = uniform(generators, -jitter, jitter, (3, 2), device=x.device, dtype=torch.float64).cpu().numpy()
+    inverse = np.empty((n, 2, 3))
+    for i in range(n):
+        forward = cv2.getAffineTransform(src, (src + jitters[i].astype(np.float32)).astype(np.float32))
+        inverse[i] = cv2.invertAffineTransform(forward)
+    m = torch.as_tensor(inverse, dtype=x.dtype, device=x.device)
+    ys = torch.arange(h, dtype=x.dtype, device=x.device)[None, :, None]
+    xs = torch.arange(w, dtype=x.dtype, device=x.device)[None, None, :]
+    src_x = m[:, 0, 0, None, None] * xs + m[:, 0, 1, None, None] * ys + m[:, 0, 2, None, None]
+    src_y = m[:, 1, 0, None, None] * xs + m[:, 1, 1, None, None] * ys + m[:, 1, 2, None, None]
+    return bilinear_sample(x, src_y, src_x, "reflect101")
+
+
+@register_torch("elastic_transform")
+def elastic_transform(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
+    """Pixels displaced along a smooth random field per image, bilinear, mirrored borders.
+
+    imagecorruptions: field sigma 1 % of each side, uniform(+-0.5 % of the height) draws
+    scaled by alpha; dx drawn, then dy. Hendrycks' profiles: the random affine first (6
+    draws), then dx and dy from uniform(-1, 1).
+    """
+    n, _, h, w = x.shape
+    if profile == "imagecorruptions":
+        sigma = (h * 0.01, w * 0.01)
+        alpha = numpy_digital.ELASTIC_ALPHA[severity - 1]
+        amplitude = h * 0.005
+    else:
+        alpha, sigma, jitter = numpy_digital.ELASTIC_HENDRYCKS[profile][severity - 1]
+        amplitude = 1.0
+        x = _random_affine(x, jitter, generators)
+    dx = _displacement(generators, (h, w), amplitude, sigma, alpha, x.device, x.dtype)
+    dy = _displacement(generators, (h, w), amplitude, sigma, alpha, x.device, x.dtype)
+    rows = torch.arange(h, dtype=x.dtype, device=x.device)[None, :, None] + dy
+    cols = torch.arange(w, dtype=x.dtype, device=x.device)[None, None, :] + dx
+    return bilinear_sample(x, rows, cols, "reflect")
