@@ -35,13 +35,12 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from speed_corruptions import SEVERITIES, bench_image  # noqa: E402  (sets one thread for the numpy side)
+import numpy as np
+import torch
+from speed_corruptions import SEVERITIES, bench_image
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from robustlab.corruptions import corrupt, corrupt_batch, resolve_corruptions  # noqa: E402
-from robustlab.fsutil import atomic_write_text  # noqa: E402
+from robustlab.corruptions import corrupt, corrupt_batch, resolve_corruptions
+from robustlab.fsutil import atomic_write_text
 
 SIZE = 224
 GPU_PENDING = "pending (no GPU)"
@@ -77,9 +76,9 @@ def time_cpu(image: np.ndarray, names: list[str], batch: int, repeat: int, seed:
     out = {}
     for name in names:
         for s in SEVERITIES:
-            numpy_s = best_of(repeat, lambda: [corrupt(img, name, s, rng=np.random.RandomState(seed + i))
-                                                for i, img in enumerate(images)])
-            torch_s = best_of(repeat, lambda: corrupt_batch(tensor, name, s, seed=seed, ids=ids))
+            numpy_s = best_of(repeat, lambda name=name, s=s: [corrupt(img, name, s, rng=np.random.RandomState(seed + i))
+                                                              for i, img in enumerate(images)])
+            torch_s = best_of(repeat, lambda name=name, s=s: corrupt_batch(tensor, name, s, seed=seed, ids=ids))
             out[(name, s)] = (numpy_s, torch_s)
         print(f"  cpu: {name}", file=sys.stderr, flush=True)
     return out
@@ -130,7 +129,7 @@ def time_resnet50(names: list[str], batch: int, repeat: int, severity: int = 3, 
         return batch / best
 
     clean = rate(lambda: model(x))
-    per = {name: rate(lambda: model(corrupt_batch(x, name, severity, seed=seed, ids=ids))) for name in names}
+    per = {name: rate(lambda name=name: model(corrupt_batch(x, name, severity, seed=seed, ids=ids))) for name in names}
     return {"clean_images_per_s": clean, "corrupted_images_per_s": per,
             "fraction_of_clean": {n: v / clean for n, v in per.items()}, "severity": severity}
 

@@ -12,15 +12,27 @@ from hypothesis import strategies as st
 from PIL import Image
 from scipy.ndimage import gaussian_filter as scipy_gaussian
 
-from robustlab.corruptions._kernels import disk_kernel, glass_shuffle as numpy_glass_shuffle
+from robustlab.corruptions._kernels import disk_kernel
+from robustlab.corruptions._kernels import glass_shuffle as numpy_glass_shuffle
 from robustlab.corruptions._kernels import motion_blur as numpy_line_blur
 from robustlab.corruptions._plasma import plasma_fractal as numpy_plasma
 from robustlab.corruptions.torch.blur import glass_shuffle
 from robustlab.corruptions.torch.digital import box_weights, hsv_adjust, nearest_index
 from robustlab.corruptions.torch.ops import (
-    bilinear_sample, border_index, clipped_zoom, filter2d, gaussian_blur, line_blur, to_levels,
+    bilinear_sample,
+    border_index,
+    clipped_zoom,
+    filter2d,
+    gaussian_blur,
+    line_blur,
+    to_levels,
 )
-from robustlab.corruptions.torch.weather import canny, distance_transform, plasma_fractal, water_mask
+from robustlab.corruptions.torch.weather import (
+    canny,
+    distance_transform,
+    plasma_fractal,
+    water_mask,
+)
 
 
 def planes(a: np.ndarray) -> torch.Tensor:
@@ -209,3 +221,13 @@ def test_water_mask_follows_opencvs_chain(sigma, threshold):
     np.testing.assert_allclose(distance, cv2.distanceTransform(255 - edges, cv2.DIST_L2, 5), atol=1e-3)
     got = water_mask(x, 0.6)[0, 0].numpy()
     assert np.abs(got - want).max() < 5e-3 and np.mean(np.abs(got - want) < 1e-5) > 0.999
+
+
+def test_equalize_hist_matches_opencv_constant_images_included():
+    from robustlab.corruptions.torch.weather import equalize_hist
+
+    rng = np.random.default_rng(8)
+    levels = rng.integers(0, 21, (3, 30, 40)).astype(np.uint8)
+    levels[2] = 7
+    got = equalize_hist(torch.from_numpy(levels).float()[:, None])[:, 0].numpy()
+    np.testing.assert_array_equal(got, np.stack([cv2.equalizeHist(a) for a in levels]))

@@ -22,7 +22,7 @@ the two paths differ only as the backends do. In a torchvision ``transforms.v2``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np

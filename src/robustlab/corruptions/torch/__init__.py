@@ -25,7 +25,10 @@ _LAZY = {
     "TorchvisionRandomCorruption": "augment",
 }
 
-__all__ = ["PARITY_FILE", "load_parity", "parity_status", *_LAZY]
+__all__ = [
+    "EXPECTED", "PARITY_FILE", "TORCH_KERNELS", "TorchKernel", "TorchvisionRandomCorruption", "check_tensor",
+    "corrupt_tensor", "get_torch_kernel", "image_severities", "load_parity", "parity_status",
+]
 
 
 def __getattr__(name: str):

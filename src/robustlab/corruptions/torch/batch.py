@@ -94,12 +94,11 @@ def from_unit(values: torch.Tensor, like: torch.Tensor, kind: str, rounding: str
     grey level absorbs float32 rounding) or by rounding (``rounding="round"``: Pillow and
     libjpeg output), channels-last. Float: the clipped values, not quantised, channels-first.
     """
-    values = values.clamp(0, 1)
     if kind == "float":
-        return values.to(like.dtype)
-    scaled = values * 255
-    levels = torch.round(scaled) if rounding == "round" else torch.floor(scaled + LEVEL_TOLERANCE)
-    return levels.clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+        return values.clamp(0, 1).to(like.dtype)
+    levels = values.clamp(0, 1).mul_(255)
+    levels = levels.round_() if rounding == "round" else levels.add_(LEVEL_TOLERANCE).floor_()
+    return levels.to(torch.uint8).permute(0, 2, 3, 1).contiguous()
 
 
 def corrupt_tensor(images: torch.Tensor, name: str, severity: int | Sequence[int] | torch.Tensor, *,

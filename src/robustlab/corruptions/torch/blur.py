@@ -14,8 +14,9 @@ import torch
 
 from .. import blur as numpy_blur
 from .._kernels import disk_kernel, severity_param
-from .draws import integers, uniform
-from .ops import clipped_zoom, filter2d, gaussian_blur as smooth, line_blur, to_levels
+from .draws import integers, uniform, wide_float
+from .ops import clipped_zoom, filter2d, line_blur, to_levels
+from .ops import gaussian_blur as smooth
 from .registry import register_torch
 
 __all__ = ["glass_blur_offsets", "glass_shuffle", "glass_sources"]
@@ -38,7 +39,7 @@ def defocus_blur(x: torch.Tensor, severity: int, generators: list, profile: str)
 def motion_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Line blur at an angle U(-45, 45) degrees per image (one uniform draw), edges replicated."""
     radius, sigma = severity_param(numpy_blur.MOTION, profile, severity)
-    angles = uniform(generators, -45.0, 45.0, device=x.device, dtype=torch.float64).tolist()
+    angles = uniform(generators, -45.0, 45.0, device=x.device, dtype=wide_float(x.device)).tolist()
     return line_blur(x, radius, sigma, angles)
 
 

@@ -22,11 +22,11 @@ import numpy as np
 import torch
 
 from .. import digital as numpy_digital
-from .draws import uniform
+from .draws import uniform, wide_float
 from .ops import bilinear_sample, gaussian_blur
 from .registry import register_torch
 
-__all__ = ["hsv_adjust", "jpeg_round_trip", "box_weights", "nearest_index"]
+__all__ = ["box_weights", "hsv_adjust", "jpeg_round_trip", "nearest_index"]
 
 
 # --------------------------------------------------------------------------- HSV
@@ -74,7 +74,7 @@ def saturate(x: torch.Tensor, severity: int, generators: list, profile: str) -> 
 def contrast(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Each channel pulled towards its own mean by factor c. Draws nothing."""
     c = numpy_digital.CONTRAST[profile][severity - 1]
-    means = x.mean(dim=(2, 3), keepdim=True, dtype=torch.float64).to(x.dtype)
+    means = x.mean(dim=(2, 3), keepdim=True, dtype=wide_float(x.device)).to(x.dtype)
     return (x - means) * c + means
 
 
@@ -104,28 +104,36 @@ def nearest_index(n_in: int, n_out: int) -> np.ndarray:
     return np.minimum(((np.arange(n_out) + 0.5) * (n_in / n_out)).astype(np.int64), n_in - 1)
 
 
-def _box_resize(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """BOX resize of (N, C, H, W) to (height, width): horizontal pass first, as Pillow."""
-    wx = torch.as_tensor(box_weights(x.shape[-1], width), dtype=x.dtype, device=x.device)
-    wy = torch.as_tensor(box_weights(x.shape[-2], height), dtype=x.dtype, device=x.device)
-    return torch.matmul(wy, torch.matmul(x, wx.T))
+def pixelate_matrices(n: int, fraction: float, nearest_up: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(down (m, n), up (n, m)) float64 matrices of one axis of pixelate, ``m = int(n * fraction)``.
+
+    ``down``: Pillow's BOX downsampling; ``up``: NEAREST (a 0/1 selection) or BOX back to n.
+    """
+    small = int(n * fraction)
+    down = box_weights(n, small)
+    if nearest_up:
+        up = np.zeros((n, small))
+        up[np.arange(n), nearest_index(small, n)] = 1.0
+    else:
+        up = box_weights(small, n)
+    return down, up
 
 
 @register_torch("pixelate", rounding="round")
 def pixelate(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """BOX downsampling by c, then NEAREST (imagecorruptions) or BOX (hendrycks) back up. Draws nothing.
 
-    Pillow rounds to 8 bits after each pass; here the passes stay in float (uint8 output is
-    rounded once, at the end).
+    Each resize is a matrix product per axis, horizontal first as Pillow. Pillow rounds to 8 bits
+    after each pass; here the passes stay in float (uint8 output is rounded once, at the end).
     """
     c = numpy_digital.PIXELATE[profile][severity - 1]
     h, w = x.shape[-2:]
-    small = _box_resize(x, int(h * c), int(w * c))
-    if profile != "imagecorruptions":
-        return _box_resize(small, h, w)
-    rows = torch.as_tensor(nearest_index(small.shape[-2], h), device=x.device)
-    cols = torch.as_tensor(nearest_index(small.shape[-1], w), device=x.device)
-    return small.index_select(2, rows).index_select(3, cols)
+    nearest = profile == "imagecorruptions"
+    (down_r, up_r), (down_c, up_c) = (
+        [torch.as_tensor(m, dtype=x.dtype, device=x.device) for m in pixelate_matrices(n, c, nearest)]
+        for n in (h, w))
+    small = torch.matmul(down_r, torch.matmul(x, down_c.T))
+    return torch.matmul(up_r, torch.matmul(small, up_c.T))
 
 
 # --------------------------------------------------------------------------- jpeg
@@ -157,7 +165,8 @@ def jpeg_round_trip(images: torch.Tensor, quality: int) -> torch.Tensor:
         if codec is not None and images.device.type == "cuda":
             encode, decode = codec
             encoded = encode(list(images.contiguous()), quality=int(quality))
-            return torch.stack(decode(encoded, device=images.device))
+            # the decoder reads its bytes from host memory (a few kB per image)
+            return torch.stack(decode([e.cpu() for e in encoded], device=images.device))
         cpu = images.cpu().contiguous()
         if codec is not None:
             encode, decode = codec
@@ -204,7 +213,7 @@ def _random_affine(x: torch.Tensor, jitter: float, generators: list) -> torch.Te
     centre = np.float32((h, w)) // 2
     half = min(h, w) // 3
     src = np.float32([centre + half, [centre[0] + half, centre[1] - half], centre - half])
-    jitters = uniform(generators, -jitter, jitter, (3, 2), device=x.device, dtype=torch.float64).cpu().numpy()
+    jitters = uniform(generators, -jitter, jitter, (3, 2), device=x.device, dtype=wide_float(x.device)).cpu().numpy()
     inverse = np.empty((n, 2, 3))
     for i in range(n):
         forward = cv2.getAffineTransform(src, (src + jitters[i].astype(np.float32)).astype(np.float32))
@@ -225,7 +234,7 @@ def elastic_transform(x: torch.Tensor, severity: int, generators: list, profile:
     scaled by alpha; dx drawn, then dy. Hendrycks' profiles: the random affine first (6
     draws), then dx and dy from uniform(-1, 1).
     """
-    n, _, h, w = x.shape
+    h, w = x.shape[-2:]
     if profile == "imagecorruptions":
         sigma = (h * 0.01, w * 0.01)
         alpha = numpy_digital.ELASTIC_ALPHA[severity - 1]

@@ -14,7 +14,12 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["image_generators", "normal", "uniform", "integers"]
+__all__ = ["image_generators", "integers", "normal", "uniform", "wide_float"]
+
+
+def wide_float(device: torch.device) -> torch.dtype:
+    """float64 where the device has it (for scalar draws such as angles, and means), else float32 (MPS)."""
+    return torch.float32 if torch.device(device).type == "mps" else torch.float64
 
 
 def image_generators(seeds: Sequence[int], device: torch.device) -> list[torch.Generator]:

@@ -270,9 +270,9 @@ def line_blur(x: torch.Tensor, radius: int, sigma: float, angles: Sequence[float
 
 def zoom_window(n: int, factor: float, centred: bool, full: bool) -> tuple[int, int, int, int, int]:
     """(crop top, crop length, zoomed length, kept start, kept count) of one axis of a clipped zoom."""
-    crop = int(math.ceil(n / float(factor)))
+    crop = math.ceil(n / float(factor))
     top = (n - crop) // 2
-    n_out = int(round(crop * factor))
+    n_out = round(crop * factor)
     if full:
         start, count = 0, n_out
     elif centred:

@@ -23,8 +23,17 @@ import torch.nn.functional as F
 
 from .. import weather as numpy_weather
 from .._plasma import next_power_of_two
-from .draws import integers, normal, uniform
-from .ops import box_blur3, clipped_zoom, filter2d, gaussian_blur, line_blur, pad, rgb_to_grey, to_levels
+from .draws import normal, uniform, wide_float
+from .ops import (
+    box_blur3,
+    clipped_zoom,
+    filter2d,
+    gaussian_blur,
+    line_blur,
+    pad,
+    rgb_to_grey,
+    to_levels,
+)
 from .registry import register_torch
 
 __all__ = ["canny", "distance_transform", "equalize_hist", "plasma_fractal", "water_mask"]
@@ -36,9 +45,9 @@ __all__ = ["canny", "distance_transform", "equalize_hist", "plasma_fractal", "wa
 def snow(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Falling snow: a thresholded, zoomed noise layer motion-blurred at a random angle per image."""
     mean, std, zoom, threshold, radius, sigma, weight = numpy_weather.SNOW[profile][severity - 1]
-    n, _, h, w = x.shape
+    h, w = x.shape[-2:]
     flakes = normal(generators, (1, h, w), mean=mean, std=std, device=x.device, dtype=x.dtype)
-    angles = uniform(generators, -135.0, -45.0, device=x.device, dtype=torch.float64).tolist()
+    angles = uniform(generators, -135.0, -45.0, device=x.device, dtype=wide_float(x.device)).tolist()
     if profile == "imagecorruptions":
         # the whole zoomed layer (a little larger than the image) is blurred, then cropped
         flakes = clipped_zoom(flakes, zoom, full=True)
@@ -221,20 +230,23 @@ def distance_transform(features: torch.Tensor, cap: float) -> torch.Tensor:
 
 
 def equalize_hist(levels: torch.Tensor) -> torch.Tensor:
-    """OpenCV's ``equalizeHist`` of each image of (N, 1, H, W) grey levels 0..255 (float)."""
+    """OpenCV's ``equalizeHist`` of each image of (N, 1, H, W) grey levels 0..255 (float).
+
+    The cumulative histogram comes from sorting (no atomic adds: deterministic on every device).
+    """
     n = levels.shape[0]
     flat = levels.reshape(n, -1).long()
     total = flat.shape[1]
-    hist = torch.zeros((n, 256), dtype=torch.float32, device=levels.device)
-    hist.scatter_add_(1, flat, torch.ones_like(flat, dtype=torch.float32))
-    first = torch.argmax((hist > 0).to(torch.uint8), dim=1, keepdim=True)   # lowest level present
-    first_count = hist.gather(1, first)
-    cumulative = torch.cumsum(hist, dim=1)
+    grid = torch.arange(256, device=levels.device)
+    cumulative = torch.searchsorted(flat.sort(dim=1).values, grid.expand(n, -1).contiguous(), right=True)
+    cumulative = cumulative.to(torch.float32)                               # values <= level, per level
+    first = torch.argmax((cumulative > 0).to(torch.uint8), dim=1, keepdim=True)   # lowest level present
+    first_count = cumulative.gather(1, first)
     scale = 255.0 / (total - first_count).clamp(min=1)
     lut = torch.round((cumulative - first_count) * scale).clamp(0, 255)
-    lut = torch.where(torch.arange(256, device=levels.device)[None] <= first, 0.0, lut)
+    lut = torch.where(grid[None] <= first, 0.0, lut)
     constant = first_count == total                                         # OpenCV: the image stays as it is
-    lut = torch.where(constant, torch.arange(256, device=levels.device, dtype=torch.float32)[None], lut)
+    lut = torch.where(constant, grid[None].to(torch.float32), lut)
     return lut.gather(1, flat).reshape(levels.shape).to(levels.dtype)
 
 
