@@ -102,11 +102,11 @@ class PixelCell:
     max_diff: int | None = None
 
 
-def numpy_outputs(img: np.ndarray, name: str, severity: int, seed: int, ids: list[int]) -> list[np.ndarray]:
+def numpy_outputs(img: np.ndarray, name: str, severity: int, seed: int, ids: list) -> list[np.ndarray]:
     return corrupt_batch([img] * len(ids), name, severity, seed=seed, ids=ids)
 
 
-def torch_outputs(img: np.ndarray, name: str, severity: int, seed: int, ids: list[int]) -> np.ndarray:
+def torch_outputs(img: np.ndarray, name: str, severity: int, seed: int, ids: list) -> np.ndarray:
     batch = torch.from_numpy(np.ascontiguousarray(img))[None].expand(len(ids), -1, -1, -1).contiguous()
     return corrupt_batch(batch, name, severity, seed=seed, ids=ids).numpy()
 
@@ -115,7 +115,8 @@ def strength_gap_se(per_image_n: list[list[float]], per_image_t: list[list[float
     """(mean strength numpy, torch, relative gap, its standard error) from per-image draw lists.
 
     Every image has the same number of draws on both sides, so the images' own differences
-    cancel; the standard error comes from the draws' spread within each image.
+    cancel; the standard error comes from the draws' spread within each image (the draws of
+    different images are independent: their ids differ).
     """
     m = len(per_image_n)
     sn = float(np.mean([np.mean(v) for v in per_image_n]))
@@ -141,8 +142,10 @@ def pixel_parity(images: dict[str, np.ndarray], names: list[str], seed: int, dra
             diffs, maxes = [], []
             made = 0
             while True:
-                ids = list(range(made, made + (1 if deterministic else draws)))
-                for k, img in enumerate(images.values()):
+                count = 1 if deterministic else draws
+                for k, (key, img) in enumerate(images.items()):
+                    # ids name the image too, so the draws of different images are independent
+                    ids = [f"{key}/{j}" for j in range(made, made + count)]
                     for a, b in zip(numpy_outputs(img, name, s, seed, ids), torch_outputs(img, name, s, seed, ids)):
                         hist_n += delta_histogram(a, img)
                         hist_t += delta_histogram(b, img)
@@ -151,7 +154,7 @@ def pixel_parity(images: dict[str, np.ndarray], names: list[str], seed: int, dra
                         d = np.abs(a.astype(np.int16) - b.astype(np.int16))
                         diffs.append(float(d.mean()))
                         maxes.append(int(d.max()))
-                made += len(ids)
+                made += count
                 sn, st, gap, se = strength_gap_se(strengths_n, strengths_t)
                 if deterministic or se <= target_se or made >= max_draws:
                     break

@@ -100,8 +100,20 @@ def box_weights(n_in: int, n_out: int) -> np.ndarray:
 
 
 def nearest_index(n_in: int, n_out: int) -> np.ndarray:
-    """Pillow's NEAREST resize source index per output pixel: ``floor((k + 0.5) n_in / n_out)``."""
-    return np.minimum(((np.arange(n_out) + 0.5) * (n_in / n_out)).astype(np.int64), n_in - 1)
+    """Pillow's NEAREST resize source index per output pixel, -1 where Pillow reads outside.
+
+    Pillow (ImagingScaleAffine) starts at ``a / 2`` with ``a = float32(n_in) / n_out`` and adds
+    ``a`` per pixel in float64, truncating; the running sum can reach ``n_in`` on the last
+    pixels, which Pillow then fills with 0 (black). Same steps here, so the same pixels.
+    """
+    step = float(np.float32(n_in)) / n_out
+    index = np.empty(n_out, np.int64)
+    pos = step * 0.5
+    for k in range(n_out):
+        i = int(pos)
+        index[k] = i if i < n_in else -1
+        pos += step
+    return index
 
 
 def pixelate_matrices(n: int, fraction: float, nearest_up: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +125,9 @@ def pixelate_matrices(n: int, fraction: float, nearest_up: bool) -> tuple[np.nda
     down = box_weights(n, small)
     if nearest_up:
         up = np.zeros((n, small))
-        up[np.arange(n), nearest_index(small, n)] = 1.0
+        index = nearest_index(small, n)
+        inside = index >= 0
+        up[np.flatnonzero(inside), index[inside]] = 1.0   # rows Pillow reads outside stay 0 (black)
     else:
         up = box_weights(small, n)
     return down, up

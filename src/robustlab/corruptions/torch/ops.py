@@ -284,12 +284,22 @@ def zoom_window(n: int, factor: float, centred: bool, full: bool) -> tuple[int, 
     return top, crop, n_out, start, count
 
 
+def zoom_outside(n_in: int, n_out: int, start: int, count: int) -> np.ndarray:
+    """Outputs start..start+count-1 of scipy's order-1 zoom whose float64 sampling position
+    ``k * ((n_in - 1) / (n_out - 1))`` falls outside [0, n_in - 1]: scipy gives them the constant
+    0 (the last one does, for some sizes, by one rounding step)."""
+    ratio = np.float64((n_in - 1) / (n_out - 1)) if n_out > 1 else np.float64(1.0)
+    coord = np.arange(start, start + count, dtype=np.float64) * ratio
+    return (coord < 0) | (coord > n_in - 1)
+
+
 def clipped_zoom(x: torch.Tensor, factor: float, *, centred: bool = False, full: bool = False) -> torch.Tensor:
     """Zoom into the centre of every image of (N, C, H, W) ``x`` by ``factor`` >= 1, bilinear.
 
     Crops the central ``ceil(n / factor)`` pixels of each axis and resizes them to
     ``round(crop * factor)`` with scipy's order-1 zoom positions (output k samples input
-    ``k (n_in - 1) / (n_out - 1)``, i.e. ``align_corners=True``). Then keeps the top-left
+    ``k (n_in - 1) / (n_out - 1)``, i.e. ``align_corners=True``; where scipy's float64 position
+    lands past the last pixel, the output is 0 as in scipy). Then keeps the top-left
     H x W (imagecorruptions), the centred H x W (``centred``: hendrycks) or everything
     (``full``: imagecorruptions' snow, a pixel or two larger than the image).
     """
@@ -301,7 +311,14 @@ def clipped_zoom(x: torch.Tensor, factor: float, *, centred: bool = False, full:
         zoomed = crop
     else:
         zoomed = F.interpolate(crop, size=(out0, out1), mode="bilinear", align_corners=True)
-    return zoomed[..., start0:start0 + count0, start1:start1 + count1]
+    kept = zoomed[..., start0:start0 + count0, start1:start1 + count1]
+    rows_out = zoom_outside(crop0, out0, start0, count0)
+    cols_out = zoom_outside(crop1, out1, start1, count1)
+    if rows_out.any() or cols_out.any():  # scipy's zeros, reproduced
+        keep_rows = torch.as_tensor(~rows_out, dtype=x.dtype, device=x.device)[:, None]
+        keep_cols = torch.as_tensor(~cols_out, dtype=x.dtype, device=x.device)[None, :]
+        kept = kept * (keep_rows * keep_cols)
+    return kept
 
 
 # --------------------------------------------------------------------------- sampling
