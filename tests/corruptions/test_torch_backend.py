@@ -159,3 +159,12 @@ def test_unknown_corruption_and_profile_raise_the_numpy_paths_errors(batch):
 def test_ids_must_match_the_batch(batch):
     with pytest.raises(InputError, match="one id per image"):
         corrupt_batch(batch, "fog", 3, ids=[1, 2])
+
+
+def test_half_precision_batches_are_computed_in_float32_and_returned_in_their_dtype(batch):
+    x = batch.permute(0, 3, 1, 2).float() / 255
+    full = corrupt_batch(x, "gaussian_blur", 2)
+    for dtype in (torch.float16, torch.bfloat16):
+        out = corrupt_batch(x.to(dtype), "gaussian_blur", 2)
+        assert out.dtype == dtype and out.shape == x.shape
+        assert float((out.float() - full).abs().max()) < 1e-2

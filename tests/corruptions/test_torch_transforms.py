@@ -107,8 +107,10 @@ def test_list_shows_the_recorded_torch_parity():
     for name in list_corruptions():
         status = parity_status(name, record)
         assert status.split()[0] in ("ok", "misses", "not")
-    fake = {"corruptions": {"fog": {"ok": False, "missed": ["strength 12.0% > 10%"]}, "snow": {"ok": True}}}
+    fake = {"corruptions": {"fog": {"ok": False, "missed": ["strength 12.0% > 10%"]}, "snow": {"ok": True},
+                            "frost": {"ok": True, "measured": ["pixels"]}}}
     assert parity_status("fog", fake) == "misses strength 12.0% > 10%"
     assert parity_status("snow", fake) == "ok"
-    assert parity_status("frost", fake) == "not measured"
+    assert parity_status("frost", fake) == "ok (pixels only)"
+    assert parity_status("fog", {}) == "not measured"
     json.dumps(record)  # the shipped record is plain JSON

@@ -26,12 +26,17 @@ def load_parity() -> dict[str, Any]:
     return json.loads(text)
 
 
+#: The checks of a complete measurement (``measured`` in a record entry).
+CHECKS = ("pixels", "classifier")
+
+
 def parity_status(name: str, record: dict[str, Any] | None = None) -> str:
-    """``"ok"``, ``"misses <bounds>"`` or ``"not measured"`` for corruption ``name``."""
+    """``"ok"``, ``"ok (pixels only)"``, ``"misses <bounds>"`` or ``"not measured"`` for ``name``."""
     record = load_parity() if record is None else record
     entry = record.get("corruptions", {}).get(name)
     if entry is None:
         return "not measured"
     if entry.get("ok"):
-        return "ok"
-    return "misses " + ", ".join(entry.get("missed", [])) if entry.get("missed") else "misses its bound"
+        measured = entry.get("measured", list(CHECKS))
+        return "ok" if set(CHECKS) <= set(measured) else f"ok ({', '.join(measured)} only)"
+    return "misses " + "; ".join(entry["missed"]) if entry.get("missed") else "misses its bound"
