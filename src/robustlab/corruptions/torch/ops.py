@@ -36,7 +36,8 @@ from .._kernels import motion_blur_kernel
 
 __all__ = [
     "BORDER_MODES", "bilinear_sample", "border_index", "box_blur3", "clipped_zoom", "correlate_separable",
-    "filter2d", "gaussian_blur", "line_blur", "pad", "rgb_to_grey", "separable_terms", "to_levels",
+    "filter2d", "gaussian_blur", "line_blur", "pad", "rgb_to_grey", "separable_terms", "to_levels", "zoom_outside",
+    "zoom_window",
 ]
 
 #: Border rules: ``nearest`` (edge repeated: scipy ``nearest``, OpenCV ``REPLICATE``),
