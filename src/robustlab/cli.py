@@ -329,6 +329,14 @@ def evaluate_command(
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="Classes the model outputs."),
     option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="Benchmark option KEY=VALUE "
                                                "(repeatable), e.g. shard_size=1000."),
+    executor: str = typer.Option("local", "--executor", "-e", help="local (worker processes on this machine) or "
+                                 "ray (a Ray cluster: RAY_ADDRESS or --ray-address, else a local Ray)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray "
+                                              "(default $RAY_ADDRESS)."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="A name added to the run's identity (e.g. to evaluate "
+                                      "changed data as a new run)."),
+    fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
+                                    "(paths, sizes, modification times) or content (file hashes)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
 ) -> None:
@@ -345,7 +353,8 @@ def evaluate_command(
         result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
                           batch_size=batch_size, workers=workers, device=device, limit=limit,
                           preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                          num_classes=num_classes, save_logits=save_logits,
+                          num_classes=num_classes, save_logits=save_logits, executor=executor,
+                          ray_address=ray_address, tag=tag, fingerprint=fingerprint,
                           progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
     except KeyboardInterrupt:
         typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)

@@ -12,7 +12,6 @@ import robustlab
 from robustlab.data.classification import read_image_folder
 from robustlab.engine import evaluate, get_benchmark, load_result
 from robustlab.benchmarks.corruption import select_corruptions
-from robustlab.engine.executor import plan_batches
 from robustlab.errors import DataError, InputError, ModelError
 from robustlab.store import open_store
 
@@ -57,7 +56,7 @@ def test_rerun_is_instant_and_resume_does_only_missing_units(imagenet_c_root, tm
         before = store.read_predictions(first.run_id)
         store.delete_unit(first.run_id, "fog/4/shard-0000")
 
-    import robustlab.engine.evaluation as ev
+    from robustlab.engine.executor import ModelRef
 
     resumed = evaluate(ChannelModel(), "imagenet-c", imagenet_c_root, **kwargs)
     assert resumed.run_id == first.run_id and resumed.units_computed == 1
@@ -66,7 +65,7 @@ def test_rerun_is_instant_and_resume_does_only_missing_units(imagenet_c_root, tm
     def no_loading(*args, **kwargs):
         raise AssertionError("a finished run must not load the model")
 
-    monkeypatch.setattr(ev, "load_model", no_loading)
+    monkeypatch.setattr(ModelRef, "load", no_loading)
     again = evaluate(ChannelModel(), "imagenet-c", imagenet_c_root, **kwargs)
     assert again.units_computed == 0 and again.metrics == first.metrics
     with open_store(tmp_path) as store:
@@ -156,11 +155,6 @@ def test_options_are_validated(imagenet_c_root, labelled_root, tmp_path):
         evaluate(ChannelModel(3), "corrupted", labelled_root, store=tmp_path, corruptions="gaussian_nois")
     with pytest.raises(InputError, match="severit"):
         evaluate(ChannelModel(3), "corrupted", labelled_root, store=tmp_path, severities="0-6")
-
-
-def test_batches_never_cross_units():
-    batches = plan_batches([5, 0, 3], 2)
-    assert batches == [[(0, 0), (0, 1)], [(0, 2), (0, 3)], [(0, 4)], [(2, 0), (2, 1)], [(2, 2)]]
 
 
 def test_select_corruptions():

@@ -30,7 +30,8 @@ from ..errors import InputError, ModelError, unknown_name
 from ..metrics.adversarial import normalised_curve, relative_change, robustness_auc
 from ..metrics.stats import clopper_pearson
 from ..seeding import derive_seed
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.records import Batch
 from ..engine.options import check_positive, class_map_config, reject_unknown
 
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
@@ -74,7 +75,6 @@ class AdversarialAUC(Benchmark):
     """
 
     name = "adversarial-auc"
-    needs_labels = True
 
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
@@ -133,13 +133,12 @@ class AdversarialAUC(Benchmark):
     def samples(self, config: Mapping[str, Any], unit: Unit):
         return self._base(config).subset(unit.params["start"], unit.params["stop"])
 
-    def predict(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any], *,
-                labels: torch.Tensor | None = None) -> dict[str, np.ndarray]:
-        if labels is None:  # pragma: no cover - the engine always passes them (needs_labels)
-            raise InputError("adversarial-auc needs labels for its attack.")
+    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         if getattr(model, "differentiable", True) is False:
             raise ModelError(f"model {getattr(model, 'name', model)!r} has no gradients (e.g. an ONNX model): "
                              "gradient attacks need a torch model; load the same network from torch weights.")
+        device = model_device(model)
+        x, labels = batch.stacked_inputs(device), batch.label_tensor(device)
         seed = derive_seed(config["seed"], tuple(labels.tolist()))  # per batch, reproducible on resume
         kwargs = {"steps": config["steps"], "rel_step_size": config["rel_step_size"],
                   "random_start": config["random_start"]} if config["attack"] == "pgd" else {}

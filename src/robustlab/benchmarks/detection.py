@@ -55,6 +55,7 @@ from ..metrics.detection import detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
 from ..metrics.under_corruption import rmse_vs_rpc
 from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.records import Batch, Sample
 from .corruption import select_corruptions
 from ..engine.options import check_positive, reject_unknown
 from .detection_inputs import DetectionImages, cache_root, detect_batch, unpad_detections, write_cache_settings
@@ -222,20 +223,20 @@ class _CorruptedDetection(Benchmark):
                                corruption=corruption, severity=int(severity), seed=config["seed"],
                                profile=config["profile"], cache=self._cache)
 
-    def load(self, samples: DetectionImages, i: int, model_prepare) -> np.ndarray:
-        return samples.load(i, model_prepare)
+    def load(self, samples: DetectionImages, i: int, prepare) -> Sample:
+        return samples.load(i, prepare)
 
     def num_classes(self, config: Mapping[str, Any]) -> int | None:
         return None
 
-    def predict(self, model, x, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def predict(self, model, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         ds, rel, _ = self._dataset(config)
 
         def lookup(setting_index: int, indices: np.ndarray):
             keys = [_lookup_keys(ds.samples[int(i)].image_id, rel[int(i)]) for i in indices]
             return model.lookup(config["settings"][setting_index], keys)
 
-        return detect_batch(model, x, known_labels=list(ds.categories), max_detections=config["max_detections"],
+        return detect_batch(model, batch, known_labels=list(ds.categories), max_detections=config["max_detections"],
                             label_map=config["label_map"], label_offset=config["label_offset"],
                             unknown_labels=config["unknown_labels"], lookup=lookup)
 

@@ -18,10 +18,10 @@ AlexNet values, and mFR / mT5D over the 10 test perturbations (``"stride-1"``; t
 to see which sequences flip most: :func:`sequence_flips` / :func:`most_flipping_sequences`.
 
 How frames travel through the engine: :meth:`load` applies the model's resize/crop to every
-frame (a no-op for 224 px frames and ImageNet models) and packs the (T, H, W, 3) stack along
-the channel axis as one (H, W, 3T) uint8 "image", so the executor batches sequences like
-images; :meth:`predict` unpacks (B, 3T, H, W) into B*T frames. Batch sizes count sequences
-(31-41 frames each): use ``--batch-size 4``-``8`` for 224 px models.
+frame (a no-op for 224 px frames and ImageNet models) and returns the (T, H, W, 3) stack as
+one sample; a batch stacks them to (B, T, H, W, 3) and :meth:`predict` runs the model on its
+B*T frames, in chunks. Batch sizes count sequences (31-41 frames each): use
+``--batch-size 4``-``8`` for 224 px models.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from ..data.classification import ImageFolderSamples, read_image_folder, resolve_class_map
+from ..data.fingerprint import files_fingerprint
 from ..errors import DataError, InputError
 from ..metrics.stability import (
     TEST_PERTURBATIONS,
@@ -57,7 +58,9 @@ from ..perturbations.io import (
     read_cifar_p,
     read_sequence,
 )
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.records import Batch, Sample
+from ..engine.work import sample_id
 from ..engine.classification import classify_batch
 from ..engine.options import check_positive, class_map_config, reject_unknown
 
@@ -144,6 +147,9 @@ class SequenceFolderSamples:
     def read(self, i: int) -> np.ndarray:
         return read_sequence(self.root / self.files[i], expected_frames=self.frames, stride=self.stride)
 
+    def fingerprint(self, mode: str = "stat") -> str:
+        return files_fingerprint(((f, self.root / f) for f in self.files), mode, extra=(self.labels.tolist(),))
+
     def subset(self, start: int, stop: int) -> SequenceFolderSamples:
         return SequenceFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes,
                                      self.frames, self.stride)
@@ -172,8 +178,14 @@ class CifarPSamples:
     def ids(self) -> tuple[str, ...]:
         return tuple(str(i) for i in range(self.start, self.stop))
 
+    def id(self, i: int) -> str:
+        return str(self.start + i)
+
     def read(self, i: int) -> np.ndarray:
         return np.ascontiguousarray(_open_cifar_p(str(self.path), self.frames, self.stride)[self.start + i])
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return files_fingerprint([(self.path.name, self.path)], mode, extra=(self.start, self.stop, self.labels.tolist()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,6 +213,9 @@ class PerturbedSamples:
         rng = sequence_seed(self.seed, self.base.ids[i], self.perturbation, self.difficulty)
         return generate(self.base.read(i), self.perturbation, setting=self.setting, difficulty=self.difficulty,
                         rng=rng)
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return self.base.fingerprint(mode)
 
 
 # --- listing the released layouts -----------------------------------------------------------------
@@ -434,20 +449,25 @@ def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
 class _SequenceBenchmark(Benchmark):
     """Frame stacks in, per-frame top-5 out, stability metrics from the stored columns."""
 
-    def load(self, samples, i: int, model_prepare) -> np.ndarray:
+    def load(self, samples, i: int, prepare) -> Sample:
         frames = samples.read(i)
-        prepared = np.stack([model_prepare(f) for f in frames])
-        t, h, w, c = prepared.shape
-        return np.ascontiguousarray(prepared.transpose(1, 2, 0, 3)).reshape(h, w, t * c)
+        return Sample(sample_id(samples, i), int(samples.labels[i]), np.stack([prepare(f) for f in frames]))
 
-    def predict(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        b, tc, h, w = x.shape
-        t = tc // 3
-        frames = x.reshape(b, t, 3, h, w).reshape(b * t, 3, h, w)
-        tops = [classify_batch(model, frames[s:s + FRAME_CHUNK], top_k=5, num_classes=self.num_classes(config))
-                ["top5_index"] for s in range(0, b * t, FRAME_CHUNK)]
-        top = np.concatenate(tops)
-        return {"n_frames": np.full(b, t, dtype=np.int16), FRAMES_COLUMN: top.reshape(b, t * top.shape[1])}
+    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        x = batch.inputs(model_device(model))  # (B, T, 3, H, W), or a list of (T, 3, H, W)
+        stacks = [x] if not isinstance(x, list) else [s.unsqueeze(0) for s in x]
+        columns = []
+        for stack in stacks:
+            b, t = stack.shape[:2]
+            frames = stack.reshape(b * t, *stack.shape[2:])
+            tops = [classify_batch(model, frames[s:s + FRAME_CHUNK], top_k=5, num_classes=self.num_classes(config))
+                    ["top5_index"] for s in range(0, b * t, FRAME_CHUNK)]
+            top = np.concatenate(tops)
+            columns.append({"n_frames": np.full(b, t, dtype=np.int16), FRAMES_COLUMN: top.reshape(b, t * top.shape[1])})
+        if len(columns) > 1 and len({c[FRAMES_COLUMN].shape[1] for c in columns}) > 1:
+            raise InputError(f"sequences of unit {batch.unit} have different numbers of frames; a perturbation "
+                             "folder's sequences must all have the same length.")
+        return {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         run = config.get("baseline_run")

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from ..data.images import read_image
+from ..data.fingerprint import files_fingerprint
 from ..errors import DataError, InputError
 from ..metrics.pmk import (
     AccuracyCount,
@@ -51,7 +52,8 @@ from ..metrics.pmk import (
 from ..metrics.stats import clopper_pearson
 from ..models.projection import MERGES, groups_from_map, project_logits
 from ..models.protocol import check_logits
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.records import Batch
 from ..engine.options import reject_unknown
 
 FRAMES = "frames"
@@ -84,6 +86,9 @@ class FrameSamples:
     def read(self, i: int) -> np.ndarray:
         """Frame ``i`` as uint8 HxWx3 RGB (DataError naming the file when unreadable)."""
         return read_image(self.root / self.keys[i])
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return files_fingerprint(((k, self.root / k) for k in self.keys), mode, extra=(self.labels.tolist(),))
 
 
 # --- options ---------------------------------------------------------------------------------------
@@ -469,10 +474,11 @@ class VideoPmk(Benchmark):
         labels = np.array([pmk_set.labels[k][0] if k in pmk_set.labels else -1 for k in keys], dtype=np.int64)
         return FrameSamples(Path(config["data"]), keys, labels)
 
-    def predict(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        device = model_device(model)
         if getattr(model, "task", "classification") == "detection":
-            return detect_frames(model, x, config)
-        return classify_frames(model, x, config)
+            return detect_frames(model, batch.inputs(device), config)
+        return classify_frames(model, batch.stacked_inputs(device), config)
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         return {f"static:{r}": r for r in config.get("static_runs") or []}

@@ -146,8 +146,18 @@ class ArrayDatasetSamples:
     def classes(self) -> tuple[str, ...]:
         return tuple(str(c) for c in range(int(self.dataset.labels.max()) + 1))
 
+    def id(self, i: int) -> str:
+        return f"{self.dataset.name}/{self.start + i}"
+
     def read(self, i: int) -> np.ndarray:
         return self.dataset.images[self.start + i]
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        """A hash of the rows' pixels and labels (in-memory data has no files to stat)."""
+        from .fingerprint import array_fingerprint
+
+        return array_fingerprint(self.dataset.images[self.start:self._stop()],
+                                 extra=(self.dataset.name, self.start, self.labels.tolist()))
 
     def subset(self, start: int, stop: int) -> "ArrayDatasetSamples":
         return ArrayDatasetSamples(self.dataset, self.start + start, min(self.start + stop, self._stop()))

@@ -39,6 +39,7 @@ import numpy as np
 from ..corruptions.api import corrupt
 from ..errors import DataError, InputError
 from ..seeding import derive_seed
+from .fingerprint import files_fingerprint
 from .images import is_image_file, read_image
 from .wordnet import ilsvrc_wnids
 
@@ -79,6 +80,11 @@ class ImageFolderSamples:
         """Image ``i`` as uint8 HxWx3 RGB (DataError naming the file when unreadable)."""
         return read_image(os.path.join(self.root, self.files[i]))  # str join: cheaper than Path per image
 
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The files' fingerprint (:func:`robustlab.data.fingerprint.files_fingerprint`) with the labels."""
+        return files_fingerprint(((f, os.path.join(self.root, f)) for f in self.files), mode,
+                                 extra=(self.labels.tolist(),))
+
     def subset(self, start: int, stop: int) -> ImageFolderSamples:
         return ImageFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes)
 
@@ -100,8 +106,16 @@ class ArraySamples:
     def ids(self) -> tuple[str, ...]:
         return tuple(str(i) for i in range(self.start, self.stop))
 
+    def id(self, i: int) -> str:
+        return str(self.start + i)
+
     def read(self, i: int) -> np.ndarray:
         return np.ascontiguousarray(_open_npy(str(self.path))[self.start + i])
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The array file's fingerprint, with the rows taken and their labels."""
+        return files_fingerprint([(self.path.name, self.path)], mode,
+                                 extra=(self.start, self.stop, self.labels.tolist()))
 
     def subset(self, start: int, stop: int) -> ArraySamples:
         n = len(self)
@@ -142,9 +156,16 @@ class CorruptedSamples:
     def classes(self) -> tuple[str, ...]:
         return self.base.classes
 
+    def id(self, i: int) -> str:
+        return self._ids[i]
+
     def read(self, i: int) -> np.ndarray:
         rng = np.random.RandomState(derive_seed(self.seed, self._ids[i], self.corruption, self.severity))
         return corrupt(self.base.read(i), self.corruption, self.severity, rng=rng, profile=self.profile)
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The base images' fingerprint (the corruption and its seed are in the run's config)."""
+        return self.base.fingerprint(mode)
 
     def subset(self, start: int, stop: int) -> CorruptedSamples:
         return CorruptedSamples(self.base.subset(start, stop), self.corruption, self.severity, self.seed, self.profile)

@@ -52,10 +52,13 @@ runs the epsilon sweep, ``needs_labels``) and ``coco-c``/``voc-c``/``cityscapes-
 from .benchmark import BENCHMARKS, Benchmark, MetricRow, Unit, get_benchmark, list_benchmarks, register_benchmark
 from .classification import classify_batch, top1_errors, top5_errors
 from .evaluation import EvaluationResult, compute_metrics, evaluate, load_result, opened_store
-from .executor import ExecutionStats, default_workers, execute_units
+from .executor import EXECUTORS, ExecutionStats, Executor, LocalExecutor, default_workers, get_executor
+from .records import Batch, Sample
+from .work import DataChangedError, UnitStream
 
 __all__ = [
-    "BENCHMARKS", "Benchmark", "EvaluationResult", "ExecutionStats", "MetricRow", "Unit", "classify_batch",
-    "compute_metrics", "default_workers", "evaluate", "execute_units", "get_benchmark", "list_benchmarks",
-    "load_result", "opened_store", "register_benchmark", "top1_errors", "top5_errors",
+    "BENCHMARKS", "Batch", "Benchmark", "DataChangedError", "EXECUTORS", "EvaluationResult", "ExecutionStats",
+    "Executor", "LocalExecutor", "MetricRow", "Sample", "Unit", "UnitStream", "classify_batch", "compute_metrics",
+    "default_workers", "evaluate", "get_benchmark", "get_executor", "list_benchmarks", "load_result",
+    "opened_store", "register_benchmark", "top1_errors", "top5_errors",
 ]

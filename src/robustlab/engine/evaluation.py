@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import Preprocessing, load_model, select_device
+from ..models import Preprocessing, select_device
 from ..models.registry import object_name
 from .benchmark import Benchmark, MetricRow, get_benchmark
-from .executor import ExecutionStats, execute_units
+from .executor import Executor
 
 
 @dataclass
@@ -59,6 +59,7 @@ class EvaluationResult:
     units_total: int = 0
     units_computed: int = 0
     seconds: float = 0.0
+    executor: str = ""
 
     def metric(self, name: str, setting: str = "") -> float:
         """One metric value, e.g. ``result.metric("mce")`` or ``result.metric("error", "fog/3")``."""
@@ -142,7 +143,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              batch_size: int = 64, workers: int | None = None, device: str | None = None,
              limit: int | None = None, preprocessing: Preprocessing | dict | None = None,
              num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
-             **options: Any) -> EvaluationResult:
+             executor: str | Executor = "local", ray_address: str | None = None, tag: str | None = None,
+             fingerprint: str = "stat", **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -151,7 +153,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         A model spec (``torchvision:resnet50``, ``timm:...``, ``onnx:path``,
         ``python:module:callable``) or an object (see :func:`robustlab.models.load_model`).
     benchmark : str
-        ``imagenet-c`` or ``corrupted`` (see :func:`robustlab.engine.list_benchmarks`).
+        ``imagenet-c``, ``corrupted``, ... (see :func:`robustlab.engine.list_benchmarks`).
     data : path
         The dataset root (the layout depends on the benchmark).
     store : None, folder, ``postgresql://`` URL or Store
@@ -159,13 +161,22 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     corruptions, severities : optional
         ``"benchmark"``, ``"noise,fog"``, ``"1-5"``, ``"1,3"``...
     batch_size, workers, device : execution only (not part of the run's identity)
-        ``workers``: decoding/corruption processes (default: CPUs - 1; 0 = main process).
-        ``device``: ``auto`` (CUDA if present), ``cpu``, ``cuda``.
+        ``workers``: decoding/corruption processes of the local executor (default: CPUs - 1;
+        0 = main process). ``device``: ``auto`` (CUDA if present), ``cpu``, ``cuda``.
     limit : int, optional
         Evaluate only the first ``limit`` samples of each setting (a quick look).
     preprocessing, num_classes : optional model options (see load_model)
     progress : show progress bars (default: when stderr is a terminal)
     save_logits : also store full logits per sample
+    executor : ``"local"`` (default), ``"ray"`` or an :class:`~robustlab.engine.executor.Executor`
+        Where the work runs; the stored results are the same either way.
+    ray_address : str, optional
+        The Ray cluster to use with ``executor="ray"`` (default ``RAY_ADDRESS``, else a local Ray).
+    tag : str, optional
+        A name that becomes part of the run's identity (e.g. to evaluate changed data as a new run).
+    fingerprint : ``"stat"`` (default) or ``"content"``
+        How each unit's data is fingerprinted when stored (paths with sizes and modification
+        times, or content hashes); a resume or a rerun refuses data that changed since.
     **options : benchmark options (``clean_data``, ``clean_run``, ``seed``, ``profile``,
         ``class_map``, ``shard_size``...)
 
@@ -175,11 +186,18 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         With ``run_id``; calling again with the same arguments resumes a stopped run (only the
         missing units are computed) or returns a finished one at once.
     """
+    from .executor import ExecutionStats, ModelRef, get_executor
+    from .work import UnitStream
+
     start = time.perf_counter()
     bench = get_benchmark(benchmark)
+    runner = get_executor(executor, **_executor_options(executor, workers, ray_address))
     config = bench.configure(str(data), corruptions=corruptions, severities=severities, limit=limit,
                              save_logits=save_logits or None, **options)
-    units = bench.plan(config)
+    if tag is not None:
+        if not isinstance(tag, str) or not tag.strip():
+            raise InputError(f"tag must be a non-empty string; got {tag!r}.")
+        config["tag"] = tag
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
                      "num_classes": num_classes}
     name = model_key(model, model_options)
@@ -191,28 +209,39 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
             if config.get(key) == ref:
                 config[key] = full_id
         run_id = st.register_run(name, bench.name, bench.dataset_id(config), config, spec)
-        done = st.completed_units(run_id)
-        pending = [u for u in units if u.key not in done]
+        stream = UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint)
+        stream.verify()
         stats = ExecutionStats()
+        pending = stream.peek() is not None
         if pending:
-            loaded = load_model(model, preprocessing=preprocessing, num_classes=num_classes, device=dev)
             st.set_run_status(run_id, "running")
             try:
-                stats = execute_units(loaded, bench, config, pending, st, run_id, batch_size=batch_size,
-                                      workers=workers, device=dev, progress=progress,
-                                      description=f"{bench.name} {run_id[:6]}")
+                stats = runner.run(ModelRef(model, preprocessing, num_classes, dev), bench, config, stream, st, run_id,
+                                   batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
             except BaseException:
                 with contextlib.suppress(Exception):
                     st.set_run_status(run_id, "failed")
                 raise
         record = st.get_run(run_id)
         if pending or record.status != "complete" or not st.get_metrics(run_id):
-            compute_metrics(st, run_id, bench, config, [u.key for u in units])
+            compute_metrics(st, run_id, bench, config, stream.keys)
         result = load_result(st, run_id, benchmark=bench)
     result.units_computed = stats.units
-    result.units_total = len(units)
+    result.units_total = len(stream.keys)
     result.seconds = time.perf_counter() - start
+    result.executor = runner.name
     return result
+
+
+def _executor_options(executor: Any, workers: int | None, ray_address: str | None) -> dict[str, Any]:
+    name = executor if isinstance(executor, str) else getattr(executor, "name", "")
+    if name == "local":
+        if ray_address is not None:
+            raise InputError("ray_address (--ray-address) is an option of the ray executor; add --executor ray.")
+        return {"workers": workers}
+    if name == "ray":
+        return {"address": ray_address, "workers": workers}
+    return {}
 
 
 def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[str, Any], unit_keys: list[str]) -> None:

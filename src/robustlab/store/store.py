@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import secrets
 import shutil
 import sqlite3
 import time
@@ -285,10 +286,39 @@ class Store:
         rows = self._db.run(work, write=False)
         return {unit for unit, file in rows if (self.predictions_dir / file).is_file()}
 
+    def unit_meta(self, run_id: str) -> dict[str, dict]:
+        """``{unit: meta}`` of the run's stored units (as :meth:`completed_units` counts them):
+        the JSON meta each was written with (sample counts, data fingerprint...)."""
+
+        def work(conn: Connection) -> list:
+            rid = self._resolve(conn, run_id)
+            return conn.execute(
+                select(units.c.unit, units.c.file, units.c.meta_json).where(units.c.run_id == rid)
+            ).all()
+
+        rows = self._db.run(work, write=False)
+        return {
+            unit: json.loads(meta or "{}")
+            for unit, file, meta in rows
+            if (self.predictions_dir / file).is_file()
+        }
+
     def write_unit(
-        self, run_id: str, unit: str, columns: Mapping[str, np.ndarray], meta: Mapping | None = None
-    ) -> None:
-        """Store one finished unit's per-sample predictions, replacing any earlier write of it.
+        self,
+        run_id: str,
+        unit: str,
+        columns: Mapping[str, np.ndarray],
+        meta: Mapping | None = None,
+        *,
+        replace: bool = True,
+    ) -> bool:
+        """Store one finished unit's per-sample predictions.
+
+        With ``replace=True`` (default) a later write of the unit replaces an earlier one. With
+        ``replace=False`` the unit is committed at most once: the file is written under a name
+        of its own and the catalog row inserted only if the unit has none yet; a second write
+        (a retried task, a second driver) changes nothing and returns False, so a unit never
+        mixes two attempts. The evaluation engine writes this way.
 
         Parameters
         ----------
@@ -317,6 +347,10 @@ class Store:
             else self._db.run(lambda conn: self._resolve(conn, run_id), write=False)
         )
         relative = f"{rid}/{unit_file_name(unit)}"
+        if not replace:
+            if unit in self.completed_units(rid):
+                return False
+            relative = relative.replace(".parquet", f".{secrets.token_hex(4)}.parquet")
         path = self.predictions_dir / relative
         n_rows = write_unit_file(path, columns, json.loads(meta_json), fsync=self.durable)
         row = {
@@ -328,21 +362,31 @@ class Store:
             "written_at": time.time(),
         }
 
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> bool:
             if conn.execute(select(runs.c.id).where(runs.c.id == rid)).first() is None:
                 raise self._not_found(rid)
+            if not replace:
+                stored = conn.execute(
+                    select(units.c.file).where(units.c.run_id == rid, units.c.unit == unit)
+                ).scalar()
+                if stored is not None and (self.predictions_dir / stored).is_file():
+                    return False
             conn.execute(
                 self._upsert(
                     units, ("run_id", "unit"), ("file", "n_rows", "meta_json", "written_at")
                 ),
                 row,
             )
+            return True
 
         try:
-            self._db.run(work, write=True)
+            written = self._db.run(work, write=True)
         except RunNotFoundError:
             path.unlink(missing_ok=True)
             raise
+        if not written:
+            path.unlink(missing_ok=True)
+        return written
 
     def read_unit(self, run_id: str, unit: str) -> dict[str, np.ndarray]:
         """The columns written for one unit, with their dtypes and shapes."""
