@@ -29,7 +29,7 @@ demo: $(VENV)/.installed
 # Whole suite: the fast default set, then the tests marked slow.
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 -m "not slow" tests
-	$(BIN)/python -m pytest -n 2 -m "slow" tests -p no:cacheprovider || test $$? -eq 5
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "slow" tests -p no:cacheprovider || test $$? -eq 5
 
 test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 tests

@@ -60,7 +60,7 @@ from ..perturbations.io import (
 )
 from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch, Sample
-from ..engine.work import sample_id
+from ..engine.records import sample_id
 from ..engine.classification import classify_batch
 from ..engine.options import check_positive, class_map_config, reject_unknown
 

@@ -11,7 +11,7 @@ import torch
 
 from ..errors import InputError
 from ..registry import Registry
-from .records import Batch, Sample
+from .records import Batch, Sample, sample_id, source_fingerprint
 
 MetricRow = tuple[str, str, float]
 
@@ -99,8 +99,6 @@ class Benchmark:
         raise NotImplementedError
 
     def fingerprint(self, config: Mapping[str, Any], unit: Unit, samples: Any, mode: str = "stat") -> str:
-        from .work import source_fingerprint
-
         return source_fingerprint(samples, mode)
 
     def num_classes(self, config: Mapping[str, Any]) -> int | None:
@@ -108,8 +106,6 @@ class Benchmark:
         return config.get("num_classes")
 
     def load(self, samples, i: int, prepare) -> Sample:
-        from .work import sample_id
-
         return Sample(sample_id(samples, i), int(samples.labels[i]), prepare(samples.read(i)))
 
     def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:

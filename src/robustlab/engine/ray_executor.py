@@ -73,9 +73,12 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
 class InferenceActor:
     """Loads the model once; turns loaded batches into prediction columns."""
 
-    def __init__(self, model: ModelRef, benchmark: Benchmark, config: dict) -> None:
+    def __init__(self, model: ModelRef, benchmark: Benchmark, config: dict, threads: int | None = None) -> None:
         import ray
+        import torch
 
+        if threads:  # the driver's intra-op threads: CPU results then match the local executor's bit for bit
+            torch.set_num_threads(threads)
         self.benchmark, self.config = benchmark, config
         self.error: tuple[str, str] | None = None
         try:
@@ -118,11 +121,16 @@ class RayExecutor(Executor):
         Load tasks in flight at once (default: the cluster's CPUs not used by actors).
     actors : int, optional
         Inference actors (default: one per GPU, else one).
+    threads : int, optional
+        Torch threads per CPU actor (default: this process's ``torch.get_num_threads()``, so a
+        CPU model's outputs are bit-identical with the local executor's on the same hardware;
+        a floating-point sum's order depends on the thread count).
     """
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, workers: int | None = None, actors: int | None = None) -> None:
+    def __init__(self, address: str | None = None, workers: int | None = None, actors: int | None = None,
+                 threads: int | None = None) -> None:
         self.ray = require_ray()
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         if self.address:
@@ -130,7 +138,7 @@ class RayExecutor(Executor):
         for name, value in (("workers", workers), ("actors", actors)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{name} of the ray executor must be a positive integer; got {value!r}.")
-        self.workers, self.actors = workers, actors
+        self.workers, self.actors, self.threads = workers, actors, threads
 
     def _connect(self) -> bool:
         """Connect (or start a local Ray); True when this call started it."""
@@ -161,12 +169,14 @@ class RayExecutor(Executor):
                 ray.shutdown()
 
     def _run(self, ray, model, benchmark, config, stream, store, run_id, batch_size, progress, description):
+        import torch
+
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
         n_actors = self.actors or max(1, gpus)
         slots = self.workers or max(1, int(resources.get("CPU", 1)) - (0 if gpus else n_actors))
         try:
-            model_ref = ray.put(model)
+            ray.cloudpickle.dumps(model)
         except Exception as exc:  # cloudpickle could not serialise the user's object
             raise InputError(f"the model {getattr(model.model, '__class__', type(model)).__name__} cannot be sent to "
                              f"Ray actors ({type(exc).__name__}: {exc}); give a model spec they can load themselves, "
@@ -174,7 +184,8 @@ class RayExecutor(Executor):
                 from None
         actor_cls = ray.remote(InferenceActor).options(num_cpus=0 if gpus else 1, num_gpus=1 if gpus else 0,
                                                         max_restarts=3, max_task_retries=3)
-        actors = [actor_cls.remote(model_ref, benchmark, config) for _ in range(n_actors)]
+        threads = self.threads if self.threads is not None else (None if gpus else torch.get_num_threads())
+        actors = [actor_cls.remote(model, benchmark, config, threads) for _ in range(n_actors)]
         prepare, error = ray.get(actors[0].preparer.remote())
         if error is not None:
             raise_recorded(error)

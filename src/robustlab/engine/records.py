@@ -21,6 +21,7 @@ native size). ``predict(model, batch, config)`` receives pixels and context toge
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,3 +192,22 @@ def collate(samples: Sequence[Sample], *, unit: str = "", start: int = 0,
 def empty_columns(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Zero-row arrays of the same dtypes and trailing shapes as ``columns``."""
     return {k: np.zeros((0, *np.asarray(v).shape[1:]), dtype=np.asarray(v).dtype) for k, v in columns.items()}
+
+
+def sample_id(source: Any, i: int) -> str:
+    """Id of sample ``i`` of a sample set (``source.id(i)`` when it has one, else ``source.ids[i]``)."""
+    get = getattr(source, "id", None)
+    return str(get(i)) if callable(get) else str(source.ids[i])
+
+
+def source_fingerprint(source: Any, mode: str = "stat") -> str:
+    """A sample set's fingerprint: its own ``fingerprint(mode)``, else a hash of its ids and labels."""
+    own = getattr(source, "fingerprint", None)
+    if callable(own):
+        return own(mode)
+    h = hashlib.blake2b(digest_size=16)
+    for i in range(len(source)):
+        h.update(sample_id(source, i).encode())
+        h.update(b"\x1f")
+    h.update(np.asarray(getattr(source, "labels", []), dtype=np.int64).tobytes())
+    return f"ids:{h.hexdigest()}"

@@ -15,7 +15,6 @@ Every executor (local DataLoader, Ray) runs the same pieces:
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import pickle
@@ -30,7 +29,7 @@ import numpy as np
 
 from ..errors import DataError, ModelError, RobustlabError
 from .benchmark import Benchmark, Unit
-from .records import Batch, collate
+from .records import Batch, collate, sample_id
 
 #: Fingerprint modes: file sizes and modification times (default, cheap), or content hashes.
 FINGERPRINT_MODES = ("stat", "content")
@@ -38,25 +37,6 @@ FINGERPRINT_MODES = ("stat", "content")
 
 class DataChangedError(DataError):
     """The data under a run changed since some of its units were stored."""
-
-
-def sample_id(source: Any, i: int) -> str:
-    """Id of sample ``i`` of a sample set (``source.id(i)`` when it has one, else ``source.ids[i]``)."""
-    get = getattr(source, "id", None)
-    return str(get(i)) if callable(get) else str(source.ids[i])
-
-
-def source_fingerprint(source: Any, mode: str = "stat") -> str:
-    """A sample set's fingerprint: its own ``fingerprint(mode)``, else a hash of its ids and labels."""
-    own = getattr(source, "fingerprint", None)
-    if callable(own):
-        return own(mode)
-    h = hashlib.blake2b(digest_size=16)
-    for i in range(len(source)):
-        h.update(sample_id(source, i).encode())
-        h.update(b"\x1f")
-    h.update(np.asarray(getattr(source, "labels", []), dtype=np.int64).tobytes())
-    return f"ids:{h.hexdigest()}"
 
 
 # --- units ------------------------------------------------------------------------------------------
