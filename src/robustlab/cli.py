@@ -173,15 +173,16 @@ app.add_typer(study_app, name="study")
 
 @study_app.command("adversarial")
 def study_adversarial_command(
-    config: Path = typer.Option(..., "--config", "-c", help="Study TOML (conditions, seeds, epochs, eps grid)."),
-    out: Path = typer.Option(Path("robustlab-study"), "--out", "-o", help="Output folder (checkpoints, table)."),
+    config: Path = typer.Option(..., "--config", "-c", help="Study TOML (recipe, conditions, seeds, eps grid)."),
+    out: Path = typer.Option(Path("robustlab-study"), "--out", "-o", help="Output folder (checkpoints, table, report)."),
 ) -> None:
     """Train N seeds per condition with matched initial weights, measure R at checkpoints, compare (Welch)."""
     from .studies import load_config, run_study
+    from .studies.report import OUTPUT_FILES
 
     result = run_study(load_config(config), out, log=typer.echo)
     typer.echo(result.markdown())
-    typer.echo(f"wrote {out / 'study.json'}, {out / 'table.md'}, {out / 'table.csv'}")
+    typer.echo("wrote " + ", ".join(str(out / name) for name in OUTPUT_FILES))
 
 
 # --- natural perturbations from video (issue 6): video sample, video finalize ---------------
