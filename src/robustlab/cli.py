@@ -318,6 +318,9 @@ def evaluate_command(
     clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c: clean ImageNet val folder "
                                               "(for clean error and relative mCE)."),
     clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c: a stored run with clean units."),
+    baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
+                                               "imagenet-p: a stored run of a baseline model on the same data "
+                                               "(normalises CE / FR / T5D); 'self' for this run."),
     seed: Optional[int] = typer.Option(None, "--seed", help="corrupted: base seed of the per-image seeds (0)."),
     profile: Optional[str] = typer.Option(None, "--profile", help="corrupted: corruption parameter profile."),
     class_map: Optional[str] = typer.Option(None, "--class-map", help="auto, imagenet, sorted or a JSON file."),
@@ -340,7 +343,7 @@ def evaluate_command(
     from .engine.options import parse_key_values, preprocessing_from_args
 
     extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
-             "class_map": class_map}
+             "class_map": class_map, "baseline_run": baseline_run}
     extra = {k: v for k, v in extra.items() if v is not None}
     try:
         result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
