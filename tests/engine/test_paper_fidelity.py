@@ -55,10 +55,11 @@ def test_detection_pmk_defaults_to_iou_half_and_vid_thresholds_are_an_option(tmp
     assert any("ImageNet-VID per-object IoU thresholds" in n for n in vid.notes)
 
 
-@pytest.mark.parametrize("bad", [0, -0.5, 1.5, "fixed"])
-def test_detection_pmk_refuses_iou_thresholds_outside_zero_one(tmp_path, bad):
+@pytest.mark.parametrize("bad, message", [(0, r"outside \(0, 1\]"), (-0.5, r"outside \(0, 1\]"),
+                                          (1.5, r"outside \(0, 1\]"), ("fixed", "give a number in")])
+def test_detection_pmk_refuses_iou_thresholds_outside_zero_one(tmp_path, bad, message):
     root, _ = make_vid(tmp_path / "ILSVRC")
-    with pytest.raises(InputError, match="iou_threshold"):
+    with pytest.raises(InputError, match=f"iou_threshold .*{message}"):
         evaluate(LooseBoxDetector(), "imagenet-vid-robust-detection", root, store=tmp_path / "s",
                  iou_threshold=bad, **RUN)
 
