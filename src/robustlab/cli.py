@@ -173,15 +173,16 @@ app.add_typer(study_app, name="study")
 
 @study_app.command("adversarial")
 def study_adversarial_command(
-    config: Path = typer.Option(..., "--config", "-c", help="Study TOML (conditions, seeds, epochs, eps grid)."),
-    out: Path = typer.Option(Path("robustlab-study"), "--out", "-o", help="Output folder (checkpoints, table)."),
+    config: Path = typer.Option(..., "--config", "-c", help="Study TOML (recipe, conditions, seeds, eps grid)."),
+    out: Path = typer.Option(Path("robustlab-study"), "--out", "-o", help="Output folder (checkpoints, table, report)."),
 ) -> None:
     """Train N seeds per condition with matched initial weights, measure R at checkpoints, compare (Welch)."""
     from .studies import load_config, run_study
+    from .studies.report import OUTPUT_FILES
 
     result = run_study(load_config(config), out, log=typer.echo)
     typer.echo(result.markdown())
-    typer.echo(f"wrote {out / 'study.json'}, {out / 'table.md'}, {out / 'table.csv'}")
+    typer.echo("wrote " + ", ".join(str(out / name) for name in OUTPUT_FILES))
 
 
 # --- natural perturbations from video (issue 6): video sample, video finalize ---------------
@@ -317,6 +318,9 @@ def evaluate_command(
     clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c: clean ImageNet val folder "
                                               "(for clean error and relative mCE)."),
     clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c: a stored run with clean units."),
+    baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
+                                               "imagenet-p: a stored run of a baseline model on the same data "
+                                               "(normalises CE / FR / T5D); 'self' for this run."),
     seed: Optional[int] = typer.Option(None, "--seed", help="corrupted: base seed of the per-image seeds (0)."),
     profile: Optional[str] = typer.Option(None, "--profile", help="corrupted: corruption parameter profile."),
     class_map: Optional[str] = typer.Option(None, "--class-map", help="auto, imagenet, sorted or a JSON file."),
@@ -347,7 +351,7 @@ def evaluate_command(
     from .engine.options import parse_key_values, preprocessing_from_args
 
     extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
-             "class_map": class_map}
+             "class_map": class_map, "baseline_run": baseline_run}
     extra = {k: v for k, v in extra.items() if v is not None}
     try:
         result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,

@@ -83,9 +83,52 @@ def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mappi
                               source=f"stored run {config['baseline_run']}")
 
 
+#: How ratios are labelled when a benchmark on a user's own data (``corrupted``, ``perturbed``)
+#: divides by a built-in published baseline: AlexNet's ImageNet-C / ImageNet-P numbers.
+NOT_COMPARABLE_LABEL = "vs published AlexNet (ImageNet), not comparable"
+#: Benchmarks that run on a user's own data (not the released ImageNet-C / ImageNet-P files).
+OWN_DATA_BENCHMARKS = ("corrupted", "perturbed")
+
+
+def published_baseline_label(benchmark: str, config: Mapping[str, Any]) -> str | None:
+    """:data:`NOT_COMPARABLE_LABEL` when a run's CE / FR / T5D ratios divide its errors on the
+    user's own data by the published AlexNet (ImageNet) numbers, else None.
+
+    That is a ``corrupted`` or ``perturbed`` (ImageNet setting) run without ``baseline_run``:
+    AlexNet never saw that data, so the ratio is not the paper's mCE / mFR and compares with
+    nothing published. A baseline model evaluated on the same data (``--baseline-run``) makes
+    the ratios comparable across models.
+    """
+    if benchmark not in OWN_DATA_BENCHMARKS or config.get("baseline_run"):
+        return None
+    if benchmark == "perturbed" and config.get("setting") != "imagenet":
+        return None  # the cifar setting reports no ratios
+    return NOT_COMPARABLE_LABEL
+
+
+def own_data_note(kind: str, data: str) -> str:
+    """The note explaining :data:`NOT_COMPARABLE_LABEL` for ``kind`` (e.g. "CE, mCE and relative mCE")."""
+    return (f"{kind} are {NOT_COMPARABLE_LABEL}: the errors on {data} are divided by AlexNet's published "
+            "ImageNet numbers, which measure other images. Evaluate a baseline model on the same data and give "
+            "--baseline-run <its run id> (or -o baseline_run=self) for ratios that compare models.")
+
+
 #: ``baseline_run=SELF``: the run is its own baseline (CE = 100 by construction), the role AlexNet
 #: plays in the paper for a reference model you ship yourself.
 SELF = "self"
+
+
+def ce_baseline_text(benchmark: str, config: Mapping[str, Any]) -> str:
+    """What a corruption run's CE divides by, for ``summary["ce_baseline"]`` (JSON, ``show``)."""
+    run = config.get("baseline_run")
+    if run == SELF:
+        return "this run itself (CE = 100 by construction)"
+    if run:
+        return f"stored run {run} on the same data"
+    if config.get("layout") == "cifar":
+        return "none: CE is not reported for CIFAR-10-C"
+    label = published_baseline_label(benchmark, config)
+    return label or f"published {config.get('baseline', 'alexnet')} errors on ImageNet-C"
 
 
 def related_corruption_runs(config: Mapping[str, Any]) -> dict[str, str]:
@@ -330,7 +373,7 @@ class ImageNetC(Benchmark):
                                 "<ImageNet val folder> or --clean-run <run id>")
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        return corruption_summary_dict(config, metrics)
+        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
 
 
 # --- corrupted -------------------------------------------------------------------------------------
@@ -408,7 +451,11 @@ class Corrupted(Benchmark):
         return corruption_metrics(config, predictions, setting_of, baseline=run_baseline(config, related, predictions))
 
     def notes(self, config, metrics) -> list[str]:
-        return corruption_notes(config, metrics, clean_hint="the run was made with clean=False")
+        metrics = list(metrics)
+        notes = corruption_notes(config, metrics, clean_hint="the run was made with clean=False")
+        if published_baseline_label(self.name, config) and any(m == "ce" for m, _, _ in metrics):
+            notes.insert(0, own_data_note("CE, mCE and relative mCE", config["data"]))
+        return notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        return corruption_summary_dict(config, metrics)
+        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}

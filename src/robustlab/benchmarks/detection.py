@@ -51,7 +51,7 @@ from ..corruptions.dataset import parse_severities
 from ..data.detection import DetectionDataset, read_cityscapes, read_coco, read_imagenet_vid, read_voc
 from ..errors import DataError, InputError
 from ..metrics.corruption import BENCHMARK_CORRUPTIONS
-from ..metrics.detection import detection_pmk, localization_pmk
+from ..metrics.detection import check_iou_threshold, detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
 from ..metrics.under_corruption import rmse_vs_rpc
 from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
@@ -581,27 +581,42 @@ def _frame_number(key: str) -> int:
         raise DataError(f"frame key {key!r} does not end in a frame number (<video>/<NNNNNN>.JPEG).") from None
 
 
+def pmk_iou_threshold(config: Mapping[str, Any]) -> float | str:
+    """The IoU threshold of a detection pm-k run: its ``iou_threshold`` option; ``"vid"`` for runs
+    stored before the option existed (they were scored with ImageNet-VID's per-object thresholds)."""
+    return config.get("iou_threshold", "vid")
+
+
+def iou_threshold_text(threshold: float | str) -> str:
+    """``"IoU >= 0.5"`` or ``"ImageNet-VID per-object IoU thresholds"``, for notes."""
+    return "ImageNet-VID per-object IoU thresholds" if threshold == "vid" else f"IoU >= {threshold:g}"
+
+
 @register_benchmark
 class ImageNetVidRobustDetection(_CorruptedDetection):
     """Detection pm-k on ImageNet-Vid-Robust-format sets (Shankar et al. 2019).
 
     ``data``: the ILSVRC folder (``Annotations/VID/<split>/`` XML and ``Data/VID/<split>/``
     frames). ``pmsets``: ``pmsets.json`` (default ``<data>/pmsets.json``). Every anchor and
-    neighbour frame is detected once; per-frame AP uses the VID per-object IoU thresholds;
-    each anchor is replaced by its worst frame (lowest per-image AP) and the mAP over those
-    frames is pm-k mAP; the same with class-agnostic matching gives localization pm-k mAP.
-    Also reported per k (neighbours within +-k frames). Options: ``pmsets``, ``split`` (val),
-    ``limit`` (anchors), ``shard_size``, ``max_detections``, ``label_map``, ``label_offset``,
-    ``unknown_labels``, ``ap_method`` (all-point).
+    neighbour frame is detected once; per-frame AP is computed at a fixed IoU threshold of 0.5
+    (the papers' "mAP at a fixed IoU threshold"; option ``iou_threshold``: another number in
+    (0, 1], or ``"vid"`` for ImageNet-VID's own per-object thresholds); each anchor is replaced
+    by its worst frame (lowest per-image AP) and the mAP over those frames is pm-k mAP; the same
+    with class-agnostic matching gives localization pm-k mAP. Also reported per k (neighbours
+    within +-k frames). Options: ``pmsets``, ``split`` (val), ``limit`` (anchors),
+    ``shard_size``, ``max_detections``, ``label_map``, ``label_offset``, ``unknown_labels``,
+    ``ap_method`` (all-point), ``iou_threshold`` (0.5).
     """
 
     name = "imagenet-vid-robust-detection"
 
     def configure(self, data: str, *, corruptions=None, severities=None, limit=None, shard_size=500,
                   max_detections=100, label_map=None, label_offset=0, unknown_labels="error",
-                  ap_method="all-point", pmsets=None, split="val", save_logits=None, **other: Any) -> dict[str, Any]:
+                  ap_method="all-point", pmsets=None, split="val", save_logits=None, iou_threshold=0.5,
+                  **other: Any) -> dict[str, Any]:
         reject_unknown(self.name, {**other, "corruptions": corruptions, "severities": severities,
                                     "save_logits": save_logits or None})
+        iou_threshold = check_iou_threshold(iou_threshold)
         root = Path(data).expanduser().resolve()
         pm_path = Path(pmsets).expanduser().resolve() if pmsets else root / "pmsets.json"
         sets = read_pmsets(pm_path)
@@ -615,6 +630,7 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
                   "label_map": _label_map_option(label_map), "label_offset": _int_option("label_offset", label_offset),
                   "unknown_labels": _choice("unknown_labels", unknown_labels, ("error", "drop")),
                   "ap_method": _choice("ap_method", ap_method, ("11-point", "all-point")), "metric": "vid",
+                  "iou_threshold": iou_threshold,
                   "settings": [CLEAN], "corruptions": [], "severities": [], "seed": 0, "profile": "imagecorruptions"}
         self._cache = None
         self._dataset(config)
@@ -638,7 +654,7 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
         offsets = sorted({abs(_frame_number(n) - _frame_number(a)) for a, ns in sets.items() for n in ns})
         for agnostic, prefix in ((False, "map"), (True, "loc_map")):
             run = localization_pmk if agnostic else detection_pmk
-            res = run(gt, dets, sets, method=config["ap_method"])
+            res = run(gt, dets, sets, method=config["ap_method"], iou_threshold=pmk_iou_threshold(config))
             rows += [(f"{prefix}_anchor", "", res.anchor_map), (f"{prefix}_pmk", "", res.pmk_map),
                      (f"{prefix}_drop", "", res.anchor_map - res.pmk_map)]
             if not agnostic:
@@ -647,7 +663,8 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
                 rows += [(f"ap_pmk:{names.get(k, k)}", "", v) for k, v in sorted(res.pmk_per_class.items())]
             for k in offsets:
                 within = {a: [n for n in ns if abs(_frame_number(n) - _frame_number(a)) <= k] for a, ns in sets.items()}
-                rows.append((f"{prefix}_pmk", f"k/{k}", run(gt, dets, within, method=config["ap_method"]).pmk_map))
+                rows.append((f"{prefix}_pmk", f"k/{k}", run(gt, dets, within, method=config["ap_method"],
+                                                             iou_threshold=pmk_iou_threshold(config)).pmk_map))
         rows.append(("n_anchors", "", float(len(sets))))
         return [(n, s, v) for n, s, v in rows if not (isinstance(v, float) and math.isnan(v) and n.startswith("ap_"))]
 
@@ -657,9 +674,11 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
             return []
         return [f"detection mAP anchor {100 * t[('map_anchor', '')]:.1f} -> pm-k {100 * t[('map_pmk', '')]:.1f}; "
                 f"localization mAP {100 * t[('loc_map_anchor', '')]:.1f} -> pm-k {100 * t[('loc_map_pmk', '')]:.1f} "
-                f"({int(t[('n_anchors', '')])} anchors, VID IoU thresholds, worst frame = lowest per-image AP)."]
+                f"({int(t[('n_anchors', '')])} anchors, {iou_threshold_text(pmk_iou_threshold(config))}, "
+                "worst frame = lowest per-image AP)."]
 
     def summary(self, config, metrics) -> dict[str, Any]:
         t = {(m, s): v for m, s, v in metrics}
-        return {"task": "detection-pmk", **{m: v for (m, s), v in t.items() if s == ""},
+        return {"task": "detection-pmk", "iou_threshold": pmk_iou_threshold(config),
+                **{m: v for (m, s), v in t.items() if s == ""},
                 "pmk_by_k": {s: v for (m, s), v in t.items() if m == "map_pmk" and s.startswith("k/")}}

@@ -63,6 +63,7 @@ from ..engine.records import Batch, Sample
 from ..engine.records import sample_id
 from ..engine.classification import classify_batch
 from ..engine.options import check_positive, class_map_config, reject_unknown
+from .corruption import own_data_note, published_baseline_label
 
 #: Stored column of per-frame top-k classes, (N, T*k) int32.
 FRAMES_COLUMN = "frame_top5"
@@ -321,12 +322,28 @@ def stability_baseline_from_run(config: Mapping[str, Any],
                              {p: t5[p] for p in usable if t5.get(p, 0) > 0}, source=f"stored run {config['baseline_run']}")
 
 
+def difficulty_applies(noise: bool, folder_difficulty: int, stride: int) -> bool:
+    """Whether a folder's sequences measure difficulty ``stride``.
+
+    Temporal perturbations reach difficulty d through the stride (frame j against j - d); noise
+    sequences ignore the stride (every frame against the clean one) and reach difficulty d only
+    through their difficulty-d folder (``gaussian_noise_2`` for d = 2).
+    """
+    return folder_difficulty == stride if noise else True
+
+
 def stability_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
                       baseline: StabilityBaseline | None = None) -> list[MetricRow]:
     """FP, T5D per folder and stride; FR, T5D ratio, mFR, mT5D against the baseline.
 
     ``baseline``: normalise by it (e.g. :func:`stability_baseline_from_run`); by default the
     configured built-in baseline (AlexNet) in the ImageNet setting, and none in the cifar setting.
+
+    Difficulty d (``"stride-d"``) aggregates only the perturbations it applies to
+    (:func:`difficulty_applies`): the temporal ones at stride d, and the noise ones from their
+    difficulty-d folders. A stride-1 (difficulty-1) noise folder never enters a stride-2 mean,
+    where its flip rate would repeat its stride-1 value; :func:`stability_notes` names the set
+    each aggregate covers. FR rows (``flip_rate``) exist for the same (folder, stride) pairs.
     """
     rows: list[MetricRow] = []
     if baseline is None and config.get("setting") == "imagenet":
@@ -347,7 +364,7 @@ def stability_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mappi
             if ranks.shape[2] >= 5:
                 dist = top5_distance(ranks, noise=noise, stride=d)
                 rows.append(("top5_distance", key, dist))
-            if baseline is not None and difficulty == 1 and perturbation in baseline.flip_probability:
+            if baseline is not None and difficulty_applies(noise, difficulty, d) and perturbation in baseline.flip_probability:
                 fp[d][perturbation] = value
                 rows.append(("flip_rate", key, value / baseline.flip_probability[perturbation]))
                 if ranks.shape[2] >= 5 and perturbation in baseline.top5_distance:
@@ -422,6 +439,39 @@ def stability_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
     return out
 
 
+def difficulty_coverage(metrics: Iterable[MetricRow], stride: int) -> list[str]:
+    """The perturbations an aggregate at ``stride`` covers (those with a flip rate there), in
+    the paper's order."""
+    suffix = f"/stride-{stride}"
+    covered = {parse_folder(s[:-len(suffix)])[0] for m, s, _ in metrics
+               if m == "flip_rate" and s.endswith(suffix) and parse_folder(s[:-len(suffix)])}
+    known = list_perturbations("all")
+    return sorted(covered, key=lambda p: (known.index(p) if p in known else len(known), p))
+
+
+def difficulty_coverage_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+    """One note per stride above 1 naming the perturbations its mFR / mT5D average."""
+    metrics = list(metrics)
+    notes = []
+    for d in config["strides"]:
+        if d == 1:
+            continue
+        covered = difficulty_coverage(metrics, d)
+        if not covered:
+            continue
+        name = "mfr" if any(m == "mfr" and s == f"stride-{d}" for m, s, _ in metrics) else "mfr_subset"
+        noise = [p for p in TEST_PERTURBATIONS if get_perturbation(p).noise]
+        absent = [p for p in noise if p not in covered]
+        notes.append(f"{name} / mt5d at stride-{d} (difficulty {d}) average {len(covered)} perturbations: "
+                     f"{', '.join(covered)}."
+                     + ((f" Noise sequences ignore the stride, so {', '.join(absent)} enter difficulty {d} only "
+                         f"through their difficulty-{d} folders ({', '.join(f'{p}_{d}' for p in absent)}), "
+                         "which this run does not have." if d <= 3 else
+                         f" Noise sequences ignore the stride and have difficulties 1-3 only, so {', '.join(absent)} "
+                         f"have no difficulty-{d} value.") if absent else ""))
+    return notes
+
+
 def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
     names = {m for m, _, _ in metrics}
     by_run = config.get("baseline_run")
@@ -438,6 +488,7 @@ def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
     if any(d != 1 for d in config["strides"]):
         notes.append("rates at stride 2+ are normalised by the baseline's stride-1 (difficulty 1) values"
                      + (" (AlexNet publishes only those)." if not by_run else "."))
+        notes += difficulty_coverage_notes(config, metrics)
     if "top5_distance" not in names:
         notes.append("top-5 distances need at least 5 classes; the model has fewer.")
     return notes
@@ -644,6 +695,13 @@ class Perturbed(_SequenceBenchmark):
         _check_strides(chosen, setting, config["strides"])
         config["num_classes"] = len(self._base(config).classes)
         return config
+
+    def notes(self, config, metrics) -> list[str]:
+        metrics = list(metrics)
+        notes = stability_notes(config, metrics)
+        if published_baseline_label(self.name, config) and any(m == "flip_rate" for m, _, _ in metrics):
+            notes.insert(0, own_data_note("FR, mFR and the T5D ratios (mT5D)", config["data"]))
+        return notes
 
     def _base(self, config: Mapping[str, Any]) -> ImageFolderSamples:
         key = repr((config["data"], config["class_map"], config["limit"]))

@@ -24,6 +24,8 @@ SUMMARY_COLUMNS = ["model", "benchmark", "dataset", "headline", "run"]
 
 def headline(result) -> str:
     """The numbers a reader looks for first, per benchmark family."""
+    from ..benchmarks.corruption import published_baseline_label
+    from .section_base import labelled
     from .sections import HEADLINES, family_of
 
     t, s = metric_table(result), result.summary or {}
@@ -32,9 +34,10 @@ def headline(result) -> str:
     if fam == "corruption":
         if s.get("clean_error") is not None:
             parts.append("clean acc " + Estimate.from_fraction(1 - s["clean_error"], t.get(("n_samples", "clean"))).percent())
+        own = published_baseline_label(result.benchmark, result.config)
         for key, name in (("mce", "mCE"), ("relative_mce", "rel. mCE"), ("mce_subset", "mCE (subset)")):
             if s.get(key) is not None:
-                parts.append(f"{name} {100 * s[key]:.1f}")
+                parts.append(labelled(f"{name} {100 * s[key]:.1f}", own))
     elif fam in HEADLINES:  # video (pm-0, pm-k), perturbation (mFR, mT5D), detection (P, mPC, rPC)
         parts = HEADLINES[fam](result)
     elif fam == "adversarial":

@@ -118,6 +118,11 @@ def pct(v: float | None, digits: int = 1) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.{digits}f}"
 
 
+def labelled(text: str, label: str | None) -> str:
+    """``text [label]`` (e.g. a ratio marked "vs published AlexNet (ImageNet), not comparable"), or ``text``."""
+    return f"{text} [{label}]" if label else text
+
+
 def short_path(path: str, width: int = 36) -> str:
     """``path`` shortened from the left to at most ``width`` characters (``…`` marks the cut)."""
     return path if len(path) <= width else "…" + path[-(width - 1):]
