@@ -327,6 +327,8 @@ def evaluate_command(
     mean: Optional[str] = typer.Option(None, "--mean", help="Override normalisation mean, e.g. 0.485,0.456,0.406."),
     std: Optional[str] = typer.Option(None, "--std", help="Override normalisation std."),
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="Classes the model outputs."),
+    wrap: Optional[str] = typer.Option(None, "--wrap", help="Preprocessing wrappers, comma-separated, first applied "
+                                       "first: clahe, ten-crop, multi-scale (e.g. clahe,ten-crop)."),
     option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="Benchmark option KEY=VALUE "
                                                "(repeatable), e.g. shard_size=1000."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
@@ -345,7 +347,7 @@ def evaluate_command(
         result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
                           batch_size=batch_size, workers=workers, device=device, limit=limit,
                           preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                          num_classes=num_classes, save_logits=save_logits,
+                          num_classes=num_classes, save_logits=save_logits, wrap=wrap,
                           progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
     except KeyboardInterrupt:
         typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)

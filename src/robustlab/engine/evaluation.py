@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..models import Preprocessing, load_model, select_device
 from ..models.registry import object_name
+from ..models.wrappers import canonical_wrap
 from .benchmark import Benchmark, MetricRow, get_benchmark
 from .executor import ExecutionStats, execute_units
 
@@ -142,7 +143,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              batch_size: int = 64, workers: int | None = None, device: str | None = None,
              limit: int | None = None, preprocessing: Preprocessing | dict | None = None,
              num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
-             **options: Any) -> EvaluationResult:
+             wrap: str | list[str] | None = None, **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -164,6 +165,9 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     limit : int, optional
         Evaluate only the first ``limit`` samples of each setting (a quick look).
     preprocessing, num_classes : optional model options (see load_model)
+    wrap : optional preprocessing wrappers, e.g. ``"clahe,ten-crop"`` (see
+        :mod:`robustlab.models.wrappers`); part of the model's name, so a wrapped model's runs
+        are stored apart from the plain model's
     progress : show progress bars (default: when stderr is a terminal)
     save_logits : also store full logits per sample
     **options : benchmark options (``clean_data``, ``clean_run``, ``seed``, ``profile``,
@@ -181,7 +185,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                              save_logits=save_logits or None, **options)
     units = bench.plan(config)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
-                     "num_classes": num_classes}
+                     "num_classes": num_classes, "wrap": canonical_wrap(wrap)}
     name = model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
     dev = select_device(device)
@@ -195,7 +199,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         pending = [u for u in units if u.key not in done]
         stats = ExecutionStats()
         if pending:
-            loaded = load_model(model, preprocessing=preprocessing, num_classes=num_classes, device=dev)
+            loaded = load_model(model, preprocessing=preprocessing, num_classes=num_classes, device=dev, wrap=wrap)
             st.set_run_status(run_id, "running")
             try:
                 stats = execute_units(loaded, bench, config, pending, st, run_id, batch_size=batch_size,
