@@ -58,13 +58,13 @@ from ..errors import DataError, InputError, ModelError
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..models import load_model, select_device
 from ..models.protocol import Classifier
+from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
 from ..seeding import derive_seed
 from .classes import ClassSubset, resolve_class_subset
 from .data import KeyedImages, TrainingCollate, TrainingImages, TrainingSet, epoch_batches, read_training_set
-from .finetuned import (MANIFEST_FORMAT, MANIFEST_NAME, WEIGHTS_NAME, file_sha256, finetuned_spec, load_state,
-                        read_manifest)
-from .heads import check_state_dict, find_head, head_outputs, replace_head
+from .finetuned import MANIFEST_FORMAT, MANIFEST_NAME, WEIGHTS_NAME, finetuned_spec, load_state, read_manifest
+from .heads import UNREADABLE_CHECKPOINT, check_state_dict, find_head, head_outputs, replace_head
 from .progress import ImageProgress
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -331,7 +331,7 @@ def load_checkpoint(path: Path) -> dict | None:
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, ValueError, EOFError) as exc:
+    except UNREADABLE_CHECKPOINT as exc:
         raise DataError(f"cannot read the checkpoint {path}: {exc}. Delete it to train from the start.") from exc
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise DataError(f"{path} is not a robustlab fine-tuning checkpoint; delete it or choose another --out.")

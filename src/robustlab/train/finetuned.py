@@ -13,7 +13,6 @@ spec always names the weights it was made for). It works wherever a model spec d
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -25,7 +24,8 @@ from ..errors import DataError, InputError, ModelError
 from ..models import Preprocessing, load_model
 from ..models.protocol import Classifier
 from ..models.registry import MODEL_SOURCES
-from .heads import check_state_dict, replace_head
+from ..models.weights import file_sha256
+from .heads import UNREADABLE_CHECKPOINT, check_state_dict, replace_head
 
 MANIFEST_NAME = "finetuned.json"
 WEIGHTS_NAME = "model.pt"
@@ -33,15 +33,6 @@ MANIFEST_FORMAT = "robustlab-finetuned/1"
 #: Hex digits of the weights' SHA-256 in the spec ``finetuned:<folder>@<digits>``.
 SPEC_DIGEST_LENGTH = 12
 _DIGEST = re.compile(r"^(?P<path>.+)@(?P<digest>[0-9a-f]{6,64})$")
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def finetuned_spec(folder: str | Path, weights_sha256: str) -> str:
@@ -95,7 +86,7 @@ def load_state(model: Classifier, weights: Path, *, what: str, fix: str) -> None
     """Load a ``state_dict`` file into ``model.net`` after checking that it fits the architecture."""
     try:
         state = torch.load(weights, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, ValueError) as exc:
+    except UNREADABLE_CHECKPOINT as exc:
         raise DataError(f"cannot read the weights {weights}: {exc}. The file is damaged; fine-tune again.") from exc
     if not isinstance(state, dict):
         raise DataError(f"{weights} is not a state_dict (a dict of tensors).")

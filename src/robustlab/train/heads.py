@@ -7,6 +7,7 @@ VGG/AlexNet, ``heads.head`` of a torchvision ViT, ``head.fc`` of a timm ConvNeXt
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping
 
 import torch
@@ -14,6 +15,9 @@ from torch import nn
 
 from ..errors import ModelError
 from ..seeding import derive_seed
+
+#: What ``torch.load`` raises for a damaged or foreign file.
+UNREADABLE_CHECKPOINT = (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError)
 
 
 def is_head_layer(module: nn.Module) -> bool:

@@ -41,6 +41,11 @@ class ImageProgress:
             fields = {} if status is None else {"status": status}
             self._progress.update(self._task, advance=images, **fields)
 
+    def set_total(self, total: int) -> None:
+        self.total = total
+        if self._progress is not None:
+            self._progress.update(self._task, total=total)
+
     def describe(self, description: str) -> None:
         if self._progress is not None:
             self._progress.update(self._task, description=description)
