@@ -389,6 +389,13 @@ def show_command(
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
 
 
+# --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
+
+from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
+
+register_train_commands(app)
+
+
 def main() -> None:
     """Entry point: turn robustlab's own errors into one clear line and exit code 2."""
     try:

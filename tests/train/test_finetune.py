@@ -11,7 +11,7 @@ import torch
 from robustlab.errors import DataError, InputError, ModelError
 from robustlab.models import load_model
 from robustlab.train import finetune, read_manifest, training_summary
-from robustlab.train.finetune import CHECKPOINT_NAME
+from robustlab.train.finetuning import CHECKPOINT_NAME
 
 from .conftest import TINY, make_folder
 
@@ -130,7 +130,7 @@ def test_class_subset_keeps_mapped_classes_and_resizes_the_head(tmp_path):
 def test_new_head_rows_start_from_the_imagenet_rows_below_each_synset(tmp_path):
     from robustlab.data.wordnet import imagenet_indices_below
     from robustlab.train import read_training_set, resolve_class_subset
-    from robustlab.train.finetune import resize_head_for
+    from robustlab.train.finetuning import resize_head_for
 
     data = make_folder(tmp_path / "imagenet", ("n02085620", "n02123045"), 2)
     subset = resolve_class_subset("dog,domestic_cat,zebra")

@@ -6,20 +6,27 @@
 - :func:`stylize_dataset` (``robustlab stylize``): AdaIN-stylized copies of COCO / VOC /
   Cityscapes / image folders, as Stylized-COCO and friends.
 - Preprocessing wrappers (CLAHE, ten-crop, multi-scale) live in :mod:`robustlab.models.wrappers`.
+
+Names load on first use (``import robustlab.train`` stays cheap for the CLI).
 """
 
-from .classes import ClassSubset, resolve_class_subset
-from .data import TrainingSet, read_training_set
-from .finetune import finetune, training_summary
-from .finetuned import read_manifest
+from __future__ import annotations
 
-__all__ = ["ClassSubset", "TrainingSet", "finetune", "read_manifest", "read_training_set", "resolve_class_subset",
-           "stylize_dataset", "training_summary"]
+import importlib
+
+_EXPORTS = {
+    "ClassSubset": ".classes", "resolve_class_subset": ".classes",
+    "TrainingSet": ".data", "read_training_set": ".data",
+    "finetune": ".finetuning", "training_summary": ".finetuning",
+    "read_manifest": ".finetuned",
+    "stylize_dataset": ".stylize",
+    "AdainWeights": ".adain", "resolve_adain_weights": ".adain",
+}
+
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name == "stylize_dataset":  # AdaIN and the dataset writer load on first use
-        from .stylize import stylize_dataset
-
-        return stylize_dataset
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
     raise AttributeError(f"module 'robustlab.train' has no attribute {name!r}")

@@ -6,7 +6,8 @@
   in ImageNet-Vid-Robust's fine-tuning and its Appendix J (training on the ILSVRC images of
   those 30 classes);
 - WordNet noun wnids (``n02084071``) or names (``dog``, ``domestic_cat``), comma-separated:
-  any synset of the shipped ILSVRC-1k hierarchy (the 1,000 classes and all their hypernyms).
+  any synset of the shipped ILSVRC-1k hierarchy (the 1,000 classes and all their hypernyms);
+  a named subset may be one of the items (``vid30,n01440764``).
 
 How a dataset's own classes map onto the targets (:func:`class_mapping`): a class folder named
 by an ILSVRC wnid goes to the target synset above it in WordNet (nearest first, as
@@ -95,19 +96,23 @@ def resolve_class_subset(spec: str | Sequence[str]) -> ClassSubset:
     for wnid, name in names.items():
         by_name.setdefault(normalize_name(name), []).append(wnid)
     resolved: list[tuple[str, str]] = []
+    sources: list[str] = []
     for item in items:
         text = str(item).strip()
-        if _is_wnid(text):
+        sources.append(text)
+        if normalize_name(text) in NAMED_SUBSETS:  # e.g. "vid30,n01440764": the 30 VID classes and tench
+            pairs = NAMED_SUBSETS[normalize_name(text)]
+            resolved += pairs
+            sources += [text] * (len(pairs) - 1)
+        elif _is_wnid(text):
             if text not in names:
                 raise _unknown(text, names)
             vid = next((n for n, s in VID_CLASSES if s == text), None)
             resolved.append((vid or names[text], text))
-            continue
-        key = normalize_name(text)
-        if key in vid_names:
-            resolved.append(vid_names[key])
-        elif key in by_name:
-            wnids = by_name[key]
+        elif normalize_name(text) in vid_names:
+            resolved.append(vid_names[normalize_name(text)])
+        elif normalize_name(text) in by_name:
+            wnids = by_name[normalize_name(text)]
             if len(wnids) > 1:
                 raise InputError(f"class name {text!r} is ambiguous in WordNet: "
                                  f"{', '.join(f'{names[w]} ({w})' for w in wnids)}. Give the wnid instead.")
@@ -115,7 +120,7 @@ def resolve_class_subset(spec: str | Sequence[str]) -> ClassSubset:
         else:
             raise _unknown(text, names)
     seen: dict[str, str] = {}
-    for (name, synset), item in zip(resolved, items):
+    for (name, synset), item in zip(resolved, sources):
         if synset in seen:
             raise InputError(f"--classes names {synset} ({name}) twice ({seen[synset]!r} and {item!r}); "
                              "name each class once.")

@@ -403,6 +403,7 @@ def stylize_dataset(src: str | os.PathLike, styles: str | os.PathLike, dst: str 
     workers = 1 if dev.type == "cuda" else (default_workers() if workers is None else int(workers))
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
+    _model(weights, str(dev))  # fail early when the weights do not fit the networks
     dst = ensure_dir(dst)
     check_resume(dst, SUMMARY_NAME, settings, RESUME_KEYS, what="stylized images")
 
