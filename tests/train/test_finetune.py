@@ -233,3 +233,17 @@ def test_in_memory_arrays_train_as_the_demo_passes_them(tmp_path):
     manifest = read_manifest(tmp_path / "run")
     assert manifest["settings"]["data"]["kind"] == "arrays" and manifest["num_classes"] == 3
     assert load_model(spec)(torch.rand(1, 3, 32, 32)).shape == (1, 3)
+
+
+def test_a_loaded_model_starts_from_its_own_weights_and_keeps_its_head(colour_folder, tmp_path):
+    model = load_model(f"python:{TINY}:make_bare3", preprocessing={"resize": 36, "crop": 32}, device="cpu")
+    assert model.num_classes is None and model.source["spec"] == f"python:{TINY}:make_bare3"
+    with torch.no_grad():
+        model.net.fc.bias += 5.0
+    start = {k: v.clone() for k, v in model.net.state_dict().items()}
+    spec = finetune(model, colour_folder, out=tmp_path / "run", epochs=1, **{**FAST, "lr": 1e-6})
+    manifest = read_manifest(tmp_path / "run")
+    assert manifest["head"] is None and manifest["settings"]["start"]  # same 3 outputs: the head is kept
+    torch.testing.assert_close(load_model(spec).net.fc.bias, start["fc.bias"], atol=1e-3, rtol=0)
+    assert torch.equal(model.net.fc.bias, start["fc.bias"])  # the caller's object is not trained
+    assert load_model(spec).preprocessing.crop == (32, 32)

@@ -42,3 +42,8 @@ def make_tiny1000() -> Classifier:
 
 def make_wide3() -> Classifier:
     return _build(3, width=16)
+
+
+def make_bare3() -> TinyNet:
+    """A bare module (no preprocessing, no class count): load it with preprocessing= to fine-tune."""
+    return _build(3).net

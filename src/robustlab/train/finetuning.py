@@ -40,6 +40,7 @@ The recipe (every choice is a named setting, stored with the model):
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -58,6 +59,7 @@ from ..errors import DataError, InputError, ModelError
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..models import load_model, select_device
 from ..models.protocol import Classifier
+from ..models.registry import object_name
 from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
 from ..seeding import derive_seed
@@ -176,7 +178,8 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     Parameters
     ----------
     model : str or Classifier
-        A classifier spec or a classifier loaded from one (see :func:`base_spec`).
+        A classifier spec, or a classifier loaded from one (see :func:`base_spec`); a loaded
+        classifier starts from its current weights (a copy: the object is not changed).
     data : path, TrainingSet, ArrayDataset or sample set
         See :func:`robustlab.train.data.read_training_set`: an image folder, a pm-k/video frame
         set folder, a listing ``.txt``, or in-memory images (uint8 HxWx3).
@@ -244,6 +247,8 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
         "momentum": float(momentum), "weight_decay": float(weight_decay), "schedule": schedule, "train": train,
         "crop": crop, "wrap": wrap, "seed": int(seed),
         "init": file_sha256(init_path) if init_path is not None else None,
+        # a loaded model may carry other weights than its spec's: they are part of the run's identity
+        "start": object_name(model.net).rpartition("@")[2] if isinstance(model, Classifier) else None,
     }
     settings = json.loads(json.dumps(settings))  # the stored (JSON) form, so comparisons are exact
 
@@ -262,7 +267,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
             raise InputError(f"{out / CHECKPOINT_NAME} is a run with other settings ({'; '.join(diff[:4])}); rerun "
                              "with those settings to resume it, or choose another --out.")
 
-    classifier = load_model(spec, device="cpu")
+    classifier = copy.deepcopy(model).cpu() if isinstance(model, Classifier) else load_model(spec, device="cpu")
     if not isinstance(classifier, Classifier) or isinstance(classifier, WrappedClassifier):
         raise ModelError(f"{spec} is not a plain classifier; finetune trains classifiers (pass wrap= for CLAHE).")
     if not classifier.differentiable:
@@ -274,7 +279,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     trained = wrap_classifier(classifier, wrap) if wrap else classifier
     dev = select_device(device)
     trained.to(dev)
-    head_path = head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]
+    head_path = (head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]) if train == "head" else ""
     parameters = set_trainable(classifier, head_path, train)
     optimizer = torch.optim.SGD(parameters, lr=float(lr), momentum=float(momentum), weight_decay=float(weight_decay))
     per_epoch = len(epoch_batches(len(training_set), batch_size, seed, 0))
@@ -308,6 +313,9 @@ def resize_head_for(classifier: Classifier, data: TrainingSet, forced: bool, see
     if not forced and classifier.num_classes == k:
         return None
     path, layer = find_head(classifier.net, classifier.num_classes)
+    if not forced and head_outputs(layer) == k:  # the model did not say its class count; its head has k
+        classifier.num_classes = k
+        return None
     rows = data.imagenet_rows if head_outputs(layer) == 1000 and data.imagenet_rows else None
     replace_head(classifier.net, path, k, seed=seed, init_rows=rows)
     classifier.num_classes = k
