@@ -331,6 +331,8 @@ def evaluate_command(
     mean: Optional[str] = typer.Option(None, "--mean", help="Override normalisation mean, e.g. 0.485,0.456,0.406."),
     std: Optional[str] = typer.Option(None, "--std", help="Override normalisation std."),
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="Classes the model outputs."),
+    wrap: Optional[str] = typer.Option(None, "--wrap", help="Preprocessing wrappers, comma-separated, first applied "
+                                       "first: clahe, ten-crop, multi-scale (e.g. clahe,ten-crop)."),
     option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="Benchmark option KEY=VALUE "
                                                "(repeatable), e.g. shard_size=1000."),
     executor: str = typer.Option("local", "--executor", "-e", help="local (worker processes on this machine) or "
@@ -357,7 +359,7 @@ def evaluate_command(
         result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
                           batch_size=batch_size, workers=workers, device=device, limit=limit,
                           preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                          num_classes=num_classes, save_logits=save_logits, executor=executor,
+                          num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
                           ray_address=ray_address, tag=tag, fingerprint=fingerprint,
                           progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
     except KeyboardInterrupt:
@@ -398,6 +400,13 @@ def show_command(
     with opened_store(store) as st:
         result = load_result(st, run)
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
+
+
+# --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
+
+from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
+
+register_train_commands(app)
 
 
 def main() -> None:

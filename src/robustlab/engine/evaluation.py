@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..models import Preprocessing, select_device
 from ..models.registry import object_name
+from ..models.wrappers import canonical_wrap
 from .benchmark import Benchmark, MetricRow, get_benchmark
 from .executor import Executor
 
@@ -143,8 +144,9 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              batch_size: int = 64, workers: int | None = None, device: str | None = None,
              limit: int | None = None, preprocessing: Preprocessing | dict | None = None,
              num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
-             executor: str | Executor = "local", ray_address: str | None = None, tag: str | None = None,
-             fingerprint: str = "stat", **options: Any) -> EvaluationResult:
+             wrap: str | list[str] | None = None, executor: str | Executor = "local",
+             ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
+             **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -166,6 +168,9 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     limit : int, optional
         Evaluate only the first ``limit`` samples of each setting (a quick look).
     preprocessing, num_classes : optional model options (see load_model)
+    wrap : optional preprocessing wrappers, e.g. ``"clahe,ten-crop"`` (see
+        :mod:`robustlab.models.wrappers`); part of the model's name, so a wrapped model's runs
+        are stored apart from the plain model's
     progress : show progress bars (default: when stderr is a terminal)
     save_logits : also store full logits per sample
     executor : ``"local"`` (default), ``"ray"`` or an :class:`~robustlab.engine.executor.Executor`
@@ -199,7 +204,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
             raise InputError(f"tag must be a non-empty string; got {tag!r}.")
         config["tag"] = tag
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
-                     "num_classes": num_classes}
+                     "num_classes": num_classes, "wrap": canonical_wrap(wrap)}
     name = model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
     dev = select_device(device)
@@ -216,7 +221,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         if pending:
             st.set_run_status(run_id, "running")
             try:
-                stats = runner.run(ModelRef(model, preprocessing, num_classes, dev), bench, config, stream, st, run_id,
+                stats = runner.run(ModelRef(model, preprocessing, num_classes, dev, wrap), bench, config, stream, st, run_id,
                                    batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
             except BaseException:
                 with contextlib.suppress(Exception):

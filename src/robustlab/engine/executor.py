@@ -98,12 +98,13 @@ class ModelRef:
     preprocessing: Any = None
     num_classes: int | None = None
     device: Any = None
+    wrap: Any = None
 
     def load(self, device: Any = None):
         from ..models import load_model
 
         return load_model(self.model, preprocessing=self.preprocessing, num_classes=self.num_classes,
-                          device=self.device if device is None else device)
+                          device=self.device if device is None else device, wrap=self.wrap)
 
 
 class Executor:

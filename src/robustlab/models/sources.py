@@ -26,13 +26,15 @@ from .preprocessing import Preprocessing
 from .protocol import Classifier, Detector, select_device
 from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, Model, object_name
 from .weights import fetch_checkpoint, guard_download
+from .wrappers import wrap_classifier
 
 __all__ = ["MODEL_SOURCES", "NO_WEIGHTS", "CallableNet", "load_model", "object_name", "wrap_model"]
 
 
 def load_model(model: object, *, preprocessing: Preprocessing | dict | None = None,
                num_classes: int | None = None, device: str | torch.device | None = None,
-               name: str | None = None, pretrained: bool | None = None) -> Model:
+               name: str | None = None, pretrained: bool | None = None,
+               wrap: str | list[str] | None = None) -> Model:
     """Turn ``model`` into a model of the Model protocol, in eval mode, on ``device``.
 
     Parameters
@@ -54,6 +56,9 @@ def load_model(model: object, *, preprocessing: Preprocessing | dict | None = No
         Name stored with results (default: the spec, or ``python:<module>.<qualname>@<hash>``).
     pretrained : bool, optional
         Overrides the spec's choice of pretrained weights (torchvision and timm).
+    wrap : str or list of str, optional
+        Preprocessing wrappers around a classifier, e.g. ``"clahe,ten-crop"`` (see
+        :mod:`robustlab.models.wrappers`); the wrapped model's name says which.
     """
     options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing),
                "num_classes": num_classes, "pretrained": pretrained}
@@ -69,6 +74,8 @@ def load_model(model: object, *, preprocessing: Preprocessing | dict | None = No
         loaded = wrap_model(model, **options)
     if name:
         loaded.name = name
+    if wrap:
+        loaded = wrap_classifier(loaded, wrap)
     dev = select_device(device)
     return loaded.to(dev).eval()
 

@@ -65,6 +65,21 @@ def register_headline(family: str) -> Callable:
     return deco
 
 
+#: Sections across families (e.g. an intervention beside its plain model): ``builder(results,
+#: context) -> Section or None`` (None: nothing to show), appended after the family sections.
+COMPARISONS: dict[str, Callable[[Sequence, ReportContext], Section | None]] = {}
+
+
+def register_comparison(key: str) -> Callable:
+    """Decorator: a section builder over all of a report's results (see :data:`COMPARISONS`)."""
+
+    def deco(fn):
+        COMPARISONS[key] = fn
+        return fn
+
+    return deco
+
+
 def family_of(benchmark: str) -> str:
     return FAMILIES.get(benchmark, "generic")
 
