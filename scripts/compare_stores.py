@@ -5,9 +5,11 @@ demo's store made before and after)::
 
     python scripts/compare_stores.py robustlab-demo-before/store robustlab-demo-after/store
 
-For every run id present in both stores it compares the unit keys, each unit's column names,
-dtypes, shapes and values (NaN equal to NaN) and the stored metrics, and prints one line per
-run; the exit status is 1 when anything differs or a run is missing from one side.
+Runs are paired by id, or with ``--by model-benchmark`` by (model, benchmark) (when the two
+stores evaluated data at different paths, which changes run ids). For every pair it compares
+the unit keys, each unit's column names, dtypes, shapes and values (NaN equal to NaN) and the
+stored metrics, and prints one line per run; the exit status is 1 when anything differs or a
+run is missing from one side.
 """
 
 from __future__ import annotations
@@ -51,21 +53,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("a")
     parser.add_argument("b")
+    parser.add_argument("--by", choices=("id", "model-benchmark"), default="id")
     args = parser.parse_args(argv)
     failed = False
+    key = (lambda r: r.id) if args.by == "id" else (lambda r: f"{r.model} / {r.benchmark}")
     with open_store(args.a) as sa, open_store(args.b) as sb:
-        runs_a = {r.id: r for r in sa.list_runs()}
-        runs_b = {r.id: r for r in sb.list_runs()}
+        runs_a = {key(r): r for r in sa.list_runs()}
+        runs_b = {key(r): r for r in sb.list_runs()}
         for rid in sorted(set(runs_a) | set(runs_b)):
             if rid not in runs_a or rid not in runs_b:
                 print(f"{rid}: only in {'A' if rid in runs_a else 'B'}")
                 failed = True
                 continue
-            pa, pb = sa.read_predictions(rid), sb.read_predictions(rid)
-            problems = compare_columns(pa, pb) + compare_metrics(sa.get_metrics(rid), sb.get_metrics(rid))
+            ida, idb = runs_a[rid].id, runs_b[rid].id
+            pa, pb = sa.read_predictions(ida), sb.read_predictions(idb)
+            problems = compare_columns(pa, pb) + compare_metrics(sa.get_metrics(ida), sb.get_metrics(idb))
             n_values = sum(np.asarray(c).size for cols in pa.values() for c in cols.values())
             status = "identical" if not problems else "DIFFERENT: " + "; ".join(problems[:5])
-            print(f"{rid} {runs_a[rid].benchmark:<22} {runs_a[rid].model:<16} {len(pa):4d} units "
+            print(f"{ida} {runs_a[rid].benchmark:<22} {runs_a[rid].model:<16} {len(pa):4d} units "
                   f"{sum(len(c) for c in pa.values()):3d} columns {n_values:9d} values: {status}")
             failed |= bool(problems)
     return 1 if failed else 0

@@ -388,25 +388,30 @@ def runs_command(
 
 @app.command("show")
 def show_command(
-    run: str = typer.Argument(..., help="Run id or unique prefix (see `robustlab runs`)."),
+    run: str = typer.Argument(..., help="Run id or unique prefix (see `robustlab runs`), or a study folder "
+                              "(written by `robustlab study`)."),
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show a run's metrics: CE per corruption, mCE, relative mCE, clean error, per-severity errors."""
+    """Show a run's metrics in its family's layout (CE per corruption; FR/T5D per perturbation and
+    difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R), or a study's table."""
     import json
 
+    if Path(run).is_dir():
+        from .studies import StudyResult
+
+        study = StudyResult.load(run)
+        typer.echo(json.dumps(study.to_dict(), indent=2) if as_json else study.markdown())
+        return
     from .engine import load_result, opened_store
 
     with opened_store(store) as st:
         result = load_result(st, run)
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
-
-
-# --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
-
-from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
-
-register_train_commands(app)
+    if result.status != "complete":
+        typer.echo(f"run {result.run_id} is {result.status}: {result.units_total} unit(s) stored and no metrics yet. "
+                   "Run the same `robustlab evaluate` command again to finish it.", err=True)
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -89,7 +89,7 @@ def world(tmp_path_factory):
 
 
 CASES = {
-    "imagenet-c": ("demo:cnn", "imagenet-c", {"class_map": "sorted", "batch_size": 5}),
+    "imagenet-c": ("demo:cnn", "imagenet-c", {"class_map": "sorted", "severities": "1,2", "batch_size": 5}),
     "imagenet-p": ("demo:cnn", "perturbed", {"setting": "cifar", "limit": 3, "class_map": "sorted",
                                              "perturbations": "rotate,gaussian_noise", "batch_size": 2}),
     "detection": ("demo:detector", "detection-corrupted", {"corruptions": "fog,contrast", "severities": "1,3",
@@ -130,7 +130,7 @@ def cli(*args: str, store: Path) -> list[str]:
     return [sys.executable, "-m", "robustlab.cli", "evaluate", *args, "--store", str(store), "--no-progress"]
 
 
-SLOW = ["--model", f"python:{TINY}:make_slow_channel1000", "--benchmark", "corrupted", "--corruptions", "fog,contrast",
+SLOW = ["--model", f"python:{TINY}:make_slow_channel10", "--benchmark", "corrupted", "--corruptions", "fog,contrast",
         "--severities", "1-2", "--class-map", "sorted", "--batch-size", "2", "-o", "shard_size=4"]
 
 
@@ -194,7 +194,7 @@ def test_killing_the_driver_then_rerunning_resumes_from_the_store(world, ray_clu
 
     result = json.loads(rerun.stdout)
     assert result["status"] == "complete" and result["units_computed"] == result["units_total"] - done_before
-    local = evaluate(f"python:{TINY}:make_slow_channel1000", "corrupted", world["scenes"], store=tmp_path / "local",
+    local = evaluate(f"python:{TINY}:make_slow_channel10", "corrupted", world["scenes"], store=tmp_path / "local",
                      corruptions="fog,contrast", severities="1-2", class_map="sorted", batch_size=2, shard_size=4,
                      workers=0, progress=False)
     assert local.run_id == result["run_id"]

@@ -198,6 +198,25 @@ class AdversarialAUC(Benchmark):
             notes.append("PGD accuracy rises with eps somewhere: the attack is not converging; use more steps.")
         return notes
 
+    def text(self, config, summary, metrics) -> list[str]:
+        from ..engine.report import pct, text_table
+
+        table = {(m, s): v for m, s, v in metrics}
+        rows = []
+        for point in summary.get("curve") or []:
+            s = setting_name(config["attack"], config["norm"], float(point["eps"]))
+            rows.append([f"{point['eps']:g}", pct(point["accuracy"]), pct(point["low"]), pct(point["high"]),
+                         "-" if point.get("normalised") is None else f"{point['normalised']:.3f}",
+                         "-" if (("relative_change", s)) not in table else f"{table[('relative_change', s)]:+.3f}"])
+        lines = [f"{config['attack'].upper()} ({config['norm']}) accuracy f(eps) (%) with 95% Clopper-Pearson "
+                 f"intervals on {int(table.get(('n', ''), 0))} samples; eps in pixel units of [0, 1]"]
+        lines += text_table(["eps", "f(eps)", "low", "high", "f/f(eps0)", "C"], rows)
+        r = summary.get("R")
+        lo, hi = summary.get("interval", [config["eps0"], config["eps1"]])
+        lines += ["", f"R over [{lo:g}, {hi:g}] (area under f(eps)/f(eps0) / interval length): "
+                  + ("undefined (f(eps0) = 0)" if r is None else f"{r:.4f}")]
+        return lines
+
     def summary(self, config, metrics) -> dict[str, Any]:
         table = {(m, s): v for m, s, v in metrics}
         curve = []

@@ -247,6 +247,33 @@ def corruption_summary_dict(config: Mapping[str, Any], metrics: Iterable[MetricR
     return out
 
 
+def corruption_text(config: Mapping[str, Any], summary: Mapping[str, Any]) -> list[str]:
+    """``robustlab show`` layout: per corruption CE, relative CE and the error per severity, then
+    clean error, mCE, relative mCE and mean corruption accuracy (all in percent)."""
+    from ..engine.report import pct, text_table
+
+    lines: list[str] = []
+    corruptions = summary.get("corruptions") or {}
+    if corruptions:
+        sev = list(config.get("severities", []))
+        rows = [[name, pct(row.get("ce")), pct(row.get("relative_ce"))]
+                + [pct(row["errors"].get(str(s))) for s in sev] + [pct(row.get("mean_error"))]
+                for name, row in corruptions.items()]
+        lines += ["errors and corruption errors (%)"]
+        lines += text_table(["corruption", "CE", "relCE"] + [f"s{s}" for s in sev] + ["mean"], rows, first_width=18)
+        lines.append("")
+    labels = {"clean_error": "clean error", "mce": "mCE", "mce_subset": "mCE (subset)",
+              "relative_mce": "relative mCE", "relative_mce_subset": "relative mCE (subset)",
+              "mean_corruption_accuracy": "mean corruption accuracy",
+              "mean_corruption_accuracy_subset": "mean corruption accuracy (subset)"}
+    for key, label in labels.items():
+        if summary.get(key) is not None:
+            lines.append(f"{label:<34}{pct(summary[key]):>7}")
+    if summary.get("ce_baseline"):
+        lines.append(f"{'CE normalised by':<34}{summary['ce_baseline']}")
+    return lines
+
+
 def _settings(corruptions: list[str], severities: list[int]) -> list[str]:
     return [f"{c}/{s}" for c in corruptions for s in severities]
 
@@ -375,6 +402,9 @@ class ImageNetC(Benchmark):
     def summary(self, config, metrics) -> dict[str, Any]:
         return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
 
+    def text(self, config, summary, metrics) -> list[str]:
+        return corruption_text(config, summary)
+
 
 # --- corrupted -------------------------------------------------------------------------------------
 
@@ -459,3 +489,6 @@ class Corrupted(Benchmark):
 
     def summary(self, config, metrics) -> dict[str, Any]:
         return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return corruption_text(config, summary)

@@ -295,6 +295,9 @@ class _CorruptedDetection(Benchmark):
     def summary(self, config, metrics) -> dict[str, Any]:
         return detection_summary(config, metrics)
 
+    def text(self, config, summary, metrics) -> list[str]:
+        return detection_text(config, summary, metrics)
+
 
 def _indexed(i: int, sample) -> dict[str, Any]:
     return {"image_id": i, "width": sample.width, "height": sample.height, "boxes": sample.boxes,
@@ -353,6 +356,31 @@ def detection_summary(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -
             "P": table.get(("P", "")), "mPC": table.get(("mPC", "")), "rPC": table.get(("rPC", "")),
             "per_metric": per_metric, "cells": cells,
             "rmse_vs_rpc": {k.split(":", 1)[1]: v for (k, s), v in table.items() if k.startswith("rmse_vs_rpc:")}}
+
+
+def detection_text(config: Mapping[str, Any], summary: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+    """``robustlab show`` layout: P / mPC / rPC, then the headline metric per corruption and
+    severity with each corruption's mPC and rPC (percent)."""
+    from ..engine.report import pct, text_table
+
+    table = {(m, s): v for m, s, v in metrics}
+    head = summary.get("headline") or config.get("headline", "AP")
+    lines = [f"P / mPC / rPC ({head}, %): {pct(summary.get('P'))} / {pct(summary.get('mPC'))} / "
+             f"{pct(summary.get('rPC'))}  (rPC {summary.get('rpc_convention') or config.get('rpc', '')})"]
+    cells = summary.get("cells") or {}
+    sev = list(config.get("severities", []))
+    rows = []
+    for c in config.get("corruptions", []):
+        values = [pct((cells.get(f"{c}/{s}") or {}).get(head)) for s in sev]
+        rows.append([c, *values, pct(table.get((f"mPC:{head}", c))), pct(table.get((f"rPC:{head}", c)))])
+    if rows:
+        lines += ["", f"{head} (%) per corruption and severity; clean (P) {pct((cells.get(CLEAN) or {}).get(head))}"]
+        lines += text_table(["corruption", *[f"s{s}" for s in sev], "mPC", "rPC"], rows, first_width=18)
+    others = {m: v for m, v in (summary.get("per_metric") or {}).items() if m != head}
+    if others:
+        lines += ["", "other metrics, P / mPC / rPC (%): " + "; ".join(
+            f"{m} {pct(v.get('P'))} / {pct(v.get('mPC'))} / {pct(v.get('rPC'))}" for m, v in sorted(others.items()))]
+    return lines
 
 
 # --- the four corrupted benchmarks ----------------------------------------------------------------------
@@ -505,6 +533,9 @@ class MmdetResults(Benchmark):
 
     def summary(self, config, metrics) -> dict[str, Any]:
         return detection_summary(config, metrics)
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return detection_text(config, summary, metrics)
 
 
 def _present_severities(nested: Mapping[str, Mapping[int, Any]], names: Sequence[str]) -> list[int]:
@@ -676,6 +707,25 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
                 f"localization mAP {100 * t[('loc_map_anchor', '')]:.1f} -> pm-k {100 * t[('loc_map_pmk', '')]:.1f} "
                 f"({int(t[('n_anchors', '')])} anchors, {iou_threshold_text(pmk_iou_threshold(config))}, "
                 "worst frame = lowest per-image AP)."]
+
+    def text(self, config, summary, metrics) -> list[str]:
+        from ..engine.report import pct, text_table
+
+        t = {(m, s): v for m, s, v in metrics}
+        if ("map_pmk", "") not in t:
+            return super().text(config, summary, metrics)
+        lines = [f"mAP (%) at {iou_threshold_text(pmk_iou_threshold(config))}, {int(t[('n_anchors', '')])} anchors; "
+                 "pm-k replaces each anchor by its worst frame (lowest per-image AP)"]
+        lines += text_table(["", "anchors", "pm-k", "drop"],
+                            [["detection", pct(t[("map_anchor", "")]), pct(t[("map_pmk", "")]), pct(t[("map_drop", "")])],
+                             ["localization", pct(t[("loc_map_anchor", "")]), pct(t[("loc_map_pmk", "")]),
+                              pct(t[("loc_map_drop", "")])]])
+        ks = sorted({s for m, s in t if m == "map_pmk" and s.startswith("k/")}, key=lambda s: int(s[2:]))
+        if ks:
+            lines += ["", "pm-k mAP by k (%)"]
+            lines += text_table(["k", "detection", "localization"],
+                                [[s[2:], pct(t.get(("map_pmk", s))), pct(t.get(("loc_map_pmk", s)))] for s in ks])
+        return lines
 
     def summary(self, config, metrics) -> dict[str, Any]:
         t = {(m, s): v for m, s, v in metrics}

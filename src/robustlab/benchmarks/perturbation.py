@@ -439,6 +439,31 @@ def stability_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
     return out
 
 
+def stability_text(metrics: Iterable[MetricRow]) -> list[str]:
+    """``robustlab show`` layout: per perturbation folder and difficulty (stride) the flip
+    probability, the flip rate, the top-5 distance and its rate; then mFR and mT5D per difficulty."""
+    from ..engine.report import pct, text_table
+
+    summary = stability_summary(metrics)
+    rows = []
+    for folder, by_stride in summary["perturbations"].items():
+        for stride, v in sorted(by_stride.items(), key=lambda kv: int(kv[0].rsplit("-", 1)[-1])):
+            rows.append([folder, stride.rsplit("-", 1)[-1], pct(v.get("fp"), 2), pct(v.get("fr")),
+                         "-" if v.get("t5d") is None else f"{v['t5d']:.3f}", pct(v.get("t5d_rate"))])
+    lines = ["flip probability FP (%), flip rate FR (%), top-5 distance T5D and its rate (%), per difficulty (stride)"]
+    lines += text_table(["perturbation", "difficulty", "FP", "FR", "T5D", "T5D rate"], rows, first_width=18)
+    aggregates = [(k, v) for k, v in summary.items() if k != "perturbations"]
+    if aggregates:
+        lines.append("")
+        for key, value in sorted(aggregates, key=lambda kv: (kv[0].split("/")[-1], kv[0])):
+            name, _, setting = key.partition("/")
+            label = {"mfr": "mFR", "mt5d": "mT5D", "mfr_subset": "mFR (subset)", "mt5d_subset": "mT5D (subset)"}.get(
+                name, name)
+            where = f" at difficulty {setting.rsplit('-', 1)[-1]}" if setting else " (difficulty 1, the headline)"
+            lines.append(f"{label + where:<40}{pct(value):>7}")
+    return lines
+
+
 def difficulty_coverage(metrics: Iterable[MetricRow], stride: int) -> list[str]:
     """The perturbations an aggregate at ``stride`` covers (those with a flip rate there), in
     the paper's order."""
@@ -535,6 +560,9 @@ class _SequenceBenchmark(Benchmark):
 
     def notes(self, config, metrics) -> list[str]:
         return stability_notes(config, list(metrics))
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return stability_text(metrics)
 
     def summary(self, config, metrics) -> dict[str, Any]:
         # Left empty on purpose: the engine's text table prints every metric row when the summary

@@ -352,6 +352,40 @@ def pmk_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
     }
 
 
+def pmk_text(summary: Mapping[str, Any], alpha: float = 0.05) -> list[str]:
+    """``robustlab show`` layout: the pm-k curve over k with Clopper-Pearson intervals (and a text
+    bar per k), the drop, accuracy per class, conditional accuracy and the static set."""
+    from ..engine.report import pct, text_table
+
+    if not summary:
+        return []
+    k = summary["k"]
+    rows = []
+    for kk, v in summary["curve"].items():
+        if v is None:
+            continue
+        bar = "#" * int(round(40 * v["value"])) if np.isfinite(v["value"]) else ""
+        rows.append([kk, pct(v["value"]), pct(v["low"]), pct(v["high"]), bar])
+    lines = [f"pm-k accuracy (%): an anchor counts when it and every reviewed neighbour within +-k frames are "
+             f"correct; {100 * (1 - alpha):g}% Clopper-Pearson intervals ({summary['n_anchors']} anchors, "
+             f"{summary['n_neighbours']} neighbours)"]
+    lines += text_table(["k", "pm-k", "low", "high", ""], rows)
+    lines += ["", f"{'pm-0 (anchors alone)':<34}{pct(summary['pm0']['value']):>7}",
+              f"{'pm-' + str(k):<34}{pct(summary[f'pm{k}']['value']):>7}",
+              f"{'drop (points)':<34}{pct(summary['drop']):>7}"]
+    if summary.get("static_accuracy"):
+        lines.append(f"{'static (model-independent) set':<34}{pct(summary['static_accuracy']['value']):>7}")
+    if summary.get("per_class"):
+        lines += ["", "per class (%)"]
+        lines += text_table(["class", "anchors", "pm-0", f"pm-{k}"],
+                            [[c, str(v["n_anchors"]), pct(v["accuracy_original"]), pct(v["accuracy_pmk"])]
+                             for c, v in summary["per_class"].items()], first_width=12)
+    if summary.get("conditional_accuracy"):
+        lines += ["", "P(frame at offset d correct | anchor correct), Gu et al. (%): "
+                  + ", ".join(f"d={d} {pct(v)}" for d, v in summary["conditional_accuracy"].items())]
+    return lines
+
+
 def _pct(v: float) -> str:
     return "-" if v is None or not np.isfinite(v) else f"{100 * v:.1f}"
 
@@ -504,6 +538,9 @@ class VideoPmk(Benchmark):
 
     def summary(self, config, metrics) -> dict[str, Any]:
         return pmk_summary(metrics)
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return pmk_text(summary, config.get("alpha", 0.05))
 
 
 @register_benchmark

@@ -132,6 +132,16 @@ class Benchmark:
     def summary(self, config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> dict[str, Any]:
         return {}
 
+    def text(self, config: Mapping[str, Any], summary: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+        """The lines ``robustlab show`` prints between the run's header and its notes (default:
+        every metric row). Families override it with their own layout (percent, as the papers)."""
+        return metric_rows_text(metrics)
+
+
+def metric_rows_text(metrics: Iterable[MetricRow]) -> list[str]:
+    """Every metric row as ``name  setting  value`` (the fallback layout)."""
+    return [f"{name:<24}{setting:<24}{value:.6g}" for name, setting, value in metrics]
+
 
 def model_device(model: Any) -> torch.device:
     """The device of a model's parameters (CPU for a model without parameters)."""

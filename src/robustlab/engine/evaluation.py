@@ -263,15 +263,34 @@ def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[st
 
 
 def load_result(store, run: str, *, benchmark: Benchmark | None = None) -> EvaluationResult:
-    """The stored result of a run (id or unique prefix), as :func:`evaluate` returns it."""
+    """The stored result of a run (id or unique prefix), as :func:`evaluate` returns it.
+
+    A run whose benchmark this robustlab does not know (a plugin not installed), or whose stored
+    config another version wrote, is returned with its metric rows and a notice, not an error."""
+    from ..errors import RobustlabError
+
     record = store.get_run(run)
-    bench = benchmark or get_benchmark(record.benchmark)
     metrics = sorted(store.get_metrics(record.id), key=lambda r: (r[1], r[0]))
+    notices: list[str] = []
+    try:
+        bench = benchmark or get_benchmark(record.benchmark)
+    except RobustlabError:
+        bench = None
+        notices.append(f"benchmark {record.benchmark!r} is not known to this robustlab (a plugin that is not installed, "
+                       "or another version): metrics are shown as stored.")
+    summary: dict = {}
+    notes: list[str] = [f"run is {record.status}: no metrics yet; evaluate again to finish it."]
+    if metrics and bench is not None:
+        try:
+            summary, notes = bench.summary(record.config, metrics), bench.notes(record.config, metrics)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:  # stored by another robustlab version
+            summary, notes = {}, []
+            notices.append(f"this run was stored by another robustlab version; its summary cannot be rebuilt "
+                           f"({type(exc).__name__}: {exc}), so the metric rows are shown as stored.")
+    elif metrics:
+        notes = []
     return EvaluationResult(
         run_id=record.id, model=record.model, benchmark=record.benchmark, dataset=record.dataset,
-        config=record.config, status=record.status, metrics=metrics,
-        summary=bench.summary(record.config, metrics) if metrics else {},
-        notes=bench.notes(record.config, metrics) if metrics else [f"run is {record.status}: no metrics yet; "
-                                                                    "evaluate again to finish it."],
+        config=record.config, status=record.status, metrics=metrics, summary=summary, notes=notices + notes,
         problems=store.problems(record.id), units_total=record.n_units_done,
     )

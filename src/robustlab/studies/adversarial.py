@@ -295,6 +295,25 @@ class StudyResult:
         return {"config": self.config, "rows": self.rows, "comparisons": self.comparisons,
                 "matched_init": self.matched_init, "evaluations": [asdict(e) for e in self.evaluations]}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> StudyResult:
+        """The result :meth:`to_dict` wrote (``study.json``)."""
+        return cls(rows=list(data.get("rows", [])), comparisons=list(data.get("comparisons", [])),
+                   evaluations=[Evaluation(**e) for e in data.get("evaluations", [])],
+                   matched_init=dict(data.get("matched_init", {})), config=dict(data.get("config", {})))
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> StudyResult:
+        """Read a study's output folder (its ``study.json``); DataError when it is not one."""
+        path = Path(folder) / "study.json"
+        try:
+            return cls.from_dict(json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise DataError(f"{folder} is not a study folder: it has no study.json (written by "
+                            "`robustlab study adversarial --out FOLDER`).") from None
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise DataError(f"cannot read {path}: {exc}. Run the study again to rewrite it.") from None
+
     def row(self, condition: str, epoch: int) -> dict:
         for r in self.rows:
             if r["condition"] == condition and r["epoch"] == epoch:
