@@ -1,7 +1,7 @@
 """Fixtures of the review app tests: a small real task set (demo videos -> `video sample`), users, apps.
 
 The task set is made once per session with the demo world's video generator (two H.264 clips
-of 9 frames, 32 px) sampled with k=2: per video the anchor step and 4 pairs, 10 tasks in all.
+of 9 frames, 64 px) sampled with k=2: per video the anchor step and 4 pairs, 10 tasks in all.
 Each test gets its own copy (finalize writes into the folder). The database runs on SQLite,
 and (marked ``postgres``) on PostgreSQL through the shared ``postgres_url`` fixture.
 """
@@ -27,7 +27,7 @@ BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 @pytest.fixture(scope="session")
 def demo_set_source(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("review-demo")
-    build_demo_task_set(root, n_videos=2, k=2, n_frames=9, size=32)
+    build_demo_task_set(root, n_videos=2, k=2, n_frames=9, size=64)
     return root / "set"
 
 
@@ -80,3 +80,27 @@ def app(service):
     from robustlab.review.app import create_app
 
     return create_app(service)
+
+
+@pytest.fixture
+def live_server(app):
+    """The app served by uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from .conftest import USERS
@@ -23,8 +24,9 @@ def client(app, address: str = "testclient") -> TestClient:
 
 
 def login(app_or_client, name: str, password: str | None = None, *, expect: int = 303) -> TestClient:
-    """A client logged in as ``name`` (its ``csrf`` attribute holds the session's token)."""
-    c = app_or_client if isinstance(app_or_client, TestClient) else client(app_or_client)
+    """A client (a TestClient for an app; or the httpx client given) logged in as ``name``; its
+    ``csrf`` attribute holds the session's token."""
+    c = client(app_or_client) if isinstance(app_or_client, FastAPI) else app_or_client
     page = c.get("/")
     assert page.status_code == 200, page.text
     response = c.post("/login", data={"username": name, "password": password or USERS[name][1],

@@ -53,7 +53,7 @@ def test_round1_anchor_step_first_then_pairs_saved_when_given(app, service):
     c = login(app, "ana")
     assert shown_task(c) == 0  # the anchor step comes first
     page = c.get("/review").text
-    assert "Anchor of video" in page and "Missing labels" in page and 'id="frame-img"' not in page
+    assert "the anchor of video" in page and "Missing labels" in page and 'id="frame-img"' not in page
     answer(c, 0, added=[4])
     assert shown_task(c) == 1
     page = c.get("/review").text

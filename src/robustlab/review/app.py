@@ -177,6 +177,10 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="lax",
                             secure=secure_cookies, path="/")
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():
+        return Response(status_code=204)
+
     # --- login / logout -----------------------------------------------------------------------------
 
     def login_page(request: Request, status: int = 200, message: str = "", name: str = "",
