@@ -29,10 +29,11 @@ from dataclasses import asdict
 from importlib import resources
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from ..errors import DataError, InputError, RobustlabError
@@ -83,6 +84,33 @@ class Session:
         self.id_hash = id_hash
 
 
+class SecurityHeaders:
+    """ASGI middleware adding the security headers to every response (CSP, no framing, no
+    sniffing, same-origin referrers; ``no-store`` unless the route set its own caching)."""
+
+    HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+               (b"x-frame-options", b"DENY"), (b"referrer-policy", b"same-origin"))
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in dict(self.HEADERS)]
+                headers += list(self.HEADERS)
+                if not any(k.lower() == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def _templates() -> Environment:
     folder = resources.files("robustlab.review") / "templates"
     env = Environment(loader=FileSystemLoader(str(folder)), autoescape=select_autoescape(default=True),
@@ -112,6 +140,7 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
     frames = FrameCache()
     app = FastAPI(title="robustlab review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = service
+    app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=str(resources.files("robustlab.review") / "static")),
               name="static")
 
@@ -119,16 +148,6 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
 
     def render(template: str, status: int = 200, /, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(template).render(**context), status_code=status)
-
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next):
-        response = await call_next(request)
-        response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["X-Frame-Options"] = "DENY"
-        response.headers["Referrer-Policy"] = "same-origin"
-        response.headers.setdefault("Cache-Control", "no-store")
-        return response
 
     @app.exception_handler(HTTPProblem)
     async def problem(request: Request, exc: HTTPProblem):
@@ -147,9 +166,6 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         found = service.db.session(id_hash)
         return None if found is None else Session(found[0], found[1], id_hash)
 
-    def page_session(request: Request) -> Session | None:
-        return session_of(request)
-
     def require(session: Session | None, role: str | None = None) -> Session:
         if session is None:
             raise HTTPProblem(401, "log in first.")
@@ -157,9 +173,6 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
             raise HTTPProblem(403, f"this page is for {role}s; you are logged in as {session.user.role} "
                                    f"{session.user.name!r}.")
         return session
-
-    async def posted_form(request: Request) -> FormData:
-        return await request.form()
 
     def check_csrf(session: Session | None, form: FormData, request: Request) -> None:
         given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
@@ -192,14 +205,23 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
             response.headers[k] = v
         return response
 
-    @app.get("/", response_class=HTMLResponse)
-    def index(request: Request, session: Session | None = Depends(page_session)):
+    # Each route does its blocking work (database, argon2, templates) in one worker-thread hop.
+
+    def index_work(request: Request):
+        session = session_of(request)
         if session is not None:
             return redirect(home_of(session.user))
         return login_page(request)
 
+    @app.get("/", response_class=HTMLResponse)
+    async def index(request: Request):
+        return await run_in_threadpool(index_work, request)
+
     @app.post("/login")
-    def login(request: Request, form: FormData = Depends(posted_form)):
+    async def login(request: Request):
+        return await run_in_threadpool(login_work, request, await request.form())
+
+    def login_work(request: Request, form: FormData):
         expected = login_signer.loads(request.cookies.get(LOGIN_COOKIE), max_age=LOGIN_COOKIE_SECONDS)
         given = form.get(CSRF_FIELD)
         if not expected or not same_token(str(given) if given else None, expected.get("csrf")):
@@ -227,8 +249,11 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         return response
 
     @app.post("/logout")
-    def logout(request: Request, session: Session | None = Depends(page_session),
-               form: FormData = Depends(posted_form)):
+    async def logout(request: Request):
+        return await run_in_threadpool(logout_work, request, await request.form())
+
+    def logout_work(request: Request, form: FormData):
+        session = session_of(request)
         check_csrf(require(session), form, request)
         service.db.delete_session(session.id_hash)
         response = redirect("/")
@@ -243,14 +268,16 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
             view = service.view(session.user, index)
         except RoundMismatch as exc:
             raise HTTPProblem(404, str(exc)) from exc
-        rnd, done, total = service.progress(session.user)
-        names = service.task_set.class_names
-        return render("review.html", status, session=session, view=view, round=rnd, done=done, total=total,
-                      message=message, given=given or {}, class_names=names,
-                      class_name=service.task_set.class_name)
+        return render("review.html", status, session=session, view=view, round=view.round, done=view.done,
+                      total=view.total, message=message, given=given or {},
+                      class_names=service.task_set.class_names, class_name=service.task_set.class_name)
 
     @app.get("/review", response_class=HTMLResponse)
-    def review(request: Request, task: int | None = None, session: Session | None = Depends(page_session)):
+    async def review(request: Request, task: int | None = None):
+        return await run_in_threadpool(review_work, request, task)
+
+    def review_work(request: Request, task: int | None):
+        session = session_of(request)
         if session is None:
             return redirect("/")
         if session.user.role == "admin":
@@ -274,8 +301,11 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
             raise HTTPProblem(400, f"the form's {name} is not a number.") from None
 
     @app.post("/answer")
-    def answer(request: Request, session: Session | None = Depends(page_session),
-               form: FormData = Depends(posted_form)):
+    async def answer(request: Request):
+        return await run_in_threadpool(answer_work, request, await request.form())
+
+    def answer_work(request: Request, form: FormData):
+        session = session_of(request)
         check_csrf(require(session, "annotator"), form, request)
         index, rnd = int_field(form, "task"), int_field(form, "round")
         fields = answer_fields(form)
@@ -288,15 +318,21 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         return redirect("/review")
 
     @app.post("/undo")
-    def undo(request: Request, session: Session | None = Depends(page_session),
-             form: FormData = Depends(posted_form)):
+    async def undo(request: Request):
+        return await run_in_threadpool(undo_work, request, await request.form())
+
+    def undo_work(request: Request, form: FormData):
+        session = session_of(request)
         check_csrf(require(session, "annotator"), form, request)
         task = service.undo(session.user)
         return redirect("/review" if task is None else f"/review?task={task.index}")
 
     @app.get("/api/answers/{annotator}")
-    def api_answers(annotator: str, session: Session | None = Depends(page_session)):
-        session = require(session)
+    async def api_answers(request: Request, annotator: str):
+        return await run_in_threadpool(api_answers_work, request, annotator)
+
+    def api_answers_work(request: Request, annotator: str):
+        session = require(session_of(request))
         if session.user.role != "admin" and session.user.name != annotator:
             raise HTTPProblem(403, "annotators may read only their own answers.")
         rows = service.db.answers(annotator=annotator)
@@ -305,8 +341,11 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
     # --- frames ---------------------------------------------------------------------------------------------
 
     @app.get("/frame/{key:path}")
-    def frame(key: str, session: Session | None = Depends(page_session)):
-        require(session)
+    async def frame(request: Request, key: str):
+        return await run_in_threadpool(frame_work, request, key)
+
+    def frame_work(request: Request, key: str):
+        require(session_of(request))
         path = service.task_set.frame_path(key)
         if path is None:
             raise HTTPProblem(404, "no such frame in this task set.")
@@ -324,29 +363,42 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
                       summary=summary, error=error, class_name=service.task_set.class_name)
 
     @app.get("/admin", response_class=HTMLResponse)
-    def admin(request: Request, session: Session | None = Depends(page_session)):
+    async def admin(request: Request):
+        return await run_in_threadpool(admin_work, request)
+
+    def admin_work(request: Request):
+        session = session_of(request)
         if session is None:
             return redirect("/")
         return admin_page(require(session, "admin"))
 
     @app.post("/admin/round2")
-    def admin_round2(request: Request, session: Session | None = Depends(page_session),
-                     form: FormData = Depends(posted_form)):
+    async def admin_round2(request: Request):
+        return await run_in_threadpool(admin_round2_work, request, await request.form())
+
+    def admin_round2_work(request: Request, form: FormData):
+        session = session_of(request)
         check_csrf(require(session, "admin"), form, request)
         opened, n = service.open_round2()
         message = (f"round 2 is open on {n} pair(s)." if opened else f"round 2 was already open ({n} pairs).")
         return admin_page(session, message=message)
 
     @app.get("/admin/export.jsonl")
-    def admin_export(session: Session | None = Depends(page_session)):
-        require(session, "admin")
+    async def admin_export(request: Request):
+        return await run_in_threadpool(admin_export_work, request)
+
+    def admin_export_work(request: Request):
+        require(session_of(request), "admin")
         body = "".join(json.dumps(r.to_json()) + "\n" for r in service.records())
         return Response(body, media_type="application/x-ndjson",
                         headers={"Content-Disposition": 'attachment; filename="reviews.jsonl"'})
 
     @app.post("/admin/finalize")
-    def admin_finalize(request: Request, session: Session | None = Depends(page_session),
-                       form: FormData = Depends(posted_form)):
+    async def admin_finalize(request: Request):
+        return await run_in_threadpool(admin_finalize_work, request, await request.form())
+
+    def admin_finalize_work(request: Request, form: FormData):
+        session = session_of(request)
         check_csrf(require(session, "admin"), form, request)
         try:
             summary = service.finalize(require_anchor_review=form.get("require_anchor_review") == "on")

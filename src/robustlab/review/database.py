@@ -33,6 +33,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     delete,
     func,
     select,
@@ -91,20 +92,44 @@ answers = Table(
     Column("similarity", String(16), nullable=True),
     Column("reason", String(32), nullable=True),
     Column("added_labels", Text, nullable=False),  # JSON list of class indices
+    # Position of the pair in the task set's review order (the database is tied to one task
+    # set by its digest, so the index is stable): lets SQL find an annotator's next task.
+    Column("task_index", Integer, nullable=False),
     Column("answered_at", Float, nullable=False),
     PrimaryKeyConstraint("round", "annotator", "anchor", "frame"),
-    Index("ix_review_answers_annotator", "annotator", "round", "answered_at"),
+    Index("ix_review_answers_progress", "round", "annotator", "task_index"),
+    Index("ix_review_answers_recent", "annotator", "round", "answered_at"),
 )
 
 round2_pairs = Table(
     "review_round2_pairs", metadata,
+    Column("task_index", Integer, primary_key=True),
     Column("anchor", Text, nullable=False),
     Column("frame", Text, nullable=False),
-    Column("position", Integer, nullable=False),
-    PrimaryKeyConstraint("anchor", "frame"),
 )
 
 _ANSWER_FIELDS = ("label_correct", "similarity", "reason", "added_labels")
+
+# --- statements of the annotator's hot path, built once (SQLAlchemy then reuses their SQL) ---------
+_ROUND = select(meta.c.value).where(meta.c.key == "round")
+_MINE = (answers.c.round == bindparam("round"), answers.c.annotator == bindparam("annotator"))
+_DONE = select(func.count()).select_from(answers).where(*_MINE)
+_ANSWER_AT = select(answers).where(*_MINE, answers.c.task_index == bindparam("task"))
+_after = answers.alias("after")
+# The smallest answered index whose successor is unanswered, plus one: the first gap after 0.
+_GAP = select(func.min(answers.c.task_index + 1)).where(*_MINE, ~select(_after.c.task_index).where(
+    _after.c.round == bindparam("round"), _after.c.annotator == bindparam("annotator"),
+    _after.c.task_index == answers.c.task_index + 1).exists())
+_R2_TOTAL = select(func.count()).select_from(round2_pairs)
+_R2_HAS = select(round2_pairs.c.task_index).where(round2_pairs.c.task_index == bindparam("task"))
+_R2_NEXT = select(func.min(round2_pairs.c.task_index)).where(~select(answers.c.task_index).where(
+    *_MINE, answers.c.task_index == round2_pairs.c.task_index).exists())
+_R2_BEFORE = select(func.count()).select_from(round2_pairs).where(round2_pairs.c.task_index < bindparam("task"))
+_SESSION = (select(users.c.name, users.c.role, sessions.c.csrf_token)
+            .join(users, users.c.name == sessions.c.user_name)
+            .where(sessions.c.id_hash == bindparam("id_hash"), sessions.c.expires_at > bindparam("now")))
+_SAVED = select(*[answers.c[f] for f in _ANSWER_FIELDS]).where(
+    *_MINE, answers.c.anchor == bindparam("anchor"), answers.c.frame == bindparam("frame"))
 
 
 @dataclass(frozen=True)
@@ -128,6 +153,7 @@ class Answer:
     reason: str | None
     added_labels: tuple[int, ...]
     answered_at: float
+    task_index: int = -1
 
     @property
     def pair(self) -> tuple[str, str]:
@@ -141,6 +167,36 @@ class Answer:
                             label_correct=self.label_correct, round=self.round,
                             similarity=None if self.anchor == self.frame else self.similarity,
                             reason=self.reason, added_labels=self.added_labels, timestamp=stamp)
+
+
+class RoundMismatch(InputError):
+    """An answer for another round than the open one, or for a task outside the open round."""
+
+
+@dataclass(frozen=True)
+class AnnotatorState:
+    """Where one annotator stands in the open round (read in one transaction).
+
+    Attributes
+    ----------
+    round : int
+        The open round.
+    task_index : int or None
+        The task to show: the one asked for, else the first not answered (None: all done).
+    position : int
+        1-based position of that task in the round's list (0 when there is none).
+    done, total : int
+        Answers the annotator gave in the round; tasks in the round.
+    answer : Answer or None
+        The annotator's saved answer to that task.
+    """
+
+    round: int
+    task_index: int | None
+    position: int
+    done: int
+    total: int
+    answer: Answer | None
 
 
 def review_location(db: str | os.PathLike | None, default_folder: str | os.PathLike) -> StoreLocation:
@@ -259,18 +315,21 @@ class ReviewDatabase:
 
     def current_round(self) -> int:
         """1 until an admin opens round 2, then 2."""
-        return int(self.get_meta("round") or 1)
+        return int(self._db.run(lambda c: c.execute(_ROUND).scalar(), write=False) or 1)
 
-    def open_round2(self, pairs: Sequence[tuple[str, str]]) -> bool:
-        """Close round 1 and open round 2 on ``pairs`` (in this order). Returns False when it was open."""
+    def open_round2(self, tasks: Sequence[tuple[int, str, str]]) -> bool:
+        """Close round 1 and open round 2 on ``(task index, anchor, frame)`` triples.
+
+        Returns False (and changes nothing) when round 2 was open already.
+        """
         def work(conn: Connection) -> bool:
             current = conn.execute(select(meta.c.value).where(meta.c.key == "round")).scalar()
             if current == "2":
                 return False
             conn.execute(delete(round2_pairs))
-            if pairs:
-                conn.execute(round2_pairs.insert(), [{"anchor": a, "frame": f, "position": i}
-                                                     for i, (a, f) in enumerate(pairs)])
+            if tasks:
+                conn.execute(round2_pairs.insert(), [{"task_index": int(i), "anchor": a, "frame": f}
+                                                     for i, a, f in tasks])
             self._set_meta(conn, "round", "2")
             self._set_meta(conn, "round2_opened_at", repr(time.time()))
             return True
@@ -280,7 +339,7 @@ class ReviewDatabase:
     def round2_pairs(self) -> list[tuple[str, str]]:
         """The pairs of round 2, in review order (empty before it opens)."""
         rows = self._db.run(lambda c: c.execute(select(round2_pairs.c.anchor, round2_pairs.c.frame)
-                                                .order_by(round2_pairs.c.position)).all(), write=False)
+                                                .order_by(round2_pairs.c.task_index)).all(), write=False)
         return [(r.anchor, r.frame) for r in rows]
 
     # --- users --------------------------------------------------------------------------------
@@ -340,10 +399,8 @@ class ReviewDatabase:
 
     def session(self, id_hash: str) -> tuple[User, str] | None:
         """``(user, csrf token)`` of a live session, or None (unknown or expired)."""
-        query = (select(users.c.name, users.c.role, sessions.c.csrf_token)
-                 .join(users, users.c.name == sessions.c.user_name)
-                 .where(sessions.c.id_hash == id_hash, sessions.c.expires_at > time.time()))
-        row = self._db.run(lambda c: c.execute(query).first(), write=False)
+        params = {"id_hash": id_hash, "now": time.time()}
+        row = self._db.run(lambda c: c.execute(_SESSION, params).first(), write=False)
         return None if row is None else (User(row.name, row.role), row.csrf_token)
 
     def delete_session(self, id_hash: str) -> None:
@@ -352,13 +409,15 @@ class ReviewDatabase:
 
     # --- answers --------------------------------------------------------------------------------
 
-    def save_answer(self, record: ReviewRecord) -> bool:
-        """Save a validated answer; returns False when the same answer was saved already.
+    def save_answer(self, record: ReviewRecord, task_index: int) -> bool:
+        """Save a validated answer to task ``task_index`` of the open round.
+
+        Returns False when the same answer was saved already (nothing changes then).
 
         Raises
         ------
-        InputError
-            For a round other than 1 or 2, or a reason outside the review format's reasons.
+        RoundMismatch
+            ``record.round`` is not the open round, or (round 2) the task is not one of it.
         """
         if record.round not in ROUNDS or (record.reason is not None and record.reason not in REASONS):
             raise InputError(f"answer {record!r} is not a valid review record.")
@@ -368,15 +427,63 @@ class ReviewDatabase:
                   "reason": record.reason, "added_labels": json.dumps(sorted(record.added_labels))}
 
         def work(conn: Connection) -> bool:
-            row = conn.execute(select(*[answers.c[f] for f in _ANSWER_FIELDS])
-                               .where(*[answers.c[k] == v for k, v in key.items()])).first()
+            current = int(conn.execute(_ROUND).scalar())
+            if record.round != current:
+                raise RoundMismatch(f"this page was for round {record.round}, but round {current} is open now: "
+                                    "reload the page.")
+            if current == 2 and conn.execute(_R2_HAS, {"task": int(task_index)}).first() is None:
+                raise RoundMismatch(f"task {task_index} is not reviewed in round 2.")
+            row = conn.execute(_SAVED, key).first()
             if row is not None and dict(row._mapping) == values:
                 return False
-            statement = upsert_statement(self.dialect, answers, tuple(key), (*_ANSWER_FIELDS, "answered_at"))
-            conn.execute(statement, {**key, **values, "answered_at": time.time()})
+            statement = upsert_statement(self.dialect, answers, tuple(key),
+                                         (*_ANSWER_FIELDS, "task_index", "answered_at"))
+            conn.execute(statement, {**key, **values, "task_index": int(task_index), "answered_at": time.time()})
             return True
 
         return self._db.run(work, write=True)
+
+    def annotator_state(self, annotator: str, n_tasks: int, task_index: int | None = None) -> AnnotatorState:
+        """Where ``annotator`` stands in the open round, in one read transaction (a few indexed
+        queries, however many answers there are).
+
+        Parameters
+        ----------
+        annotator : str
+        n_tasks : int
+            Tasks in the task set (round 1 reviews all of them).
+        task_index : int, optional
+            The task asked for; default: the first one the annotator has not answered.
+
+        Raises
+        ------
+        RoundMismatch
+            ``task_index`` is not a task of the open round.
+        """
+        def work(conn: Connection) -> AnnotatorState:
+            rnd = int(conn.execute(_ROUND).scalar())
+            mine = {"round": rnd, "annotator": annotator}
+            done = conn.execute(_DONE, mine).scalar()
+            if rnd == 1:
+                total = int(n_tasks)
+                chosen = task_index if task_index is not None else _first_gap(conn, annotator, total)
+                if chosen is not None and not 0 <= chosen < total:
+                    raise RoundMismatch(f"task {chosen} does not exist; the set has {total} tasks.")
+                position = 0 if chosen is None else chosen + 1
+            else:
+                total = conn.execute(_R2_TOTAL).scalar()
+                if task_index is None:
+                    chosen = conn.execute(_R2_NEXT, mine).scalar()
+                else:
+                    if conn.execute(_R2_HAS, {"task": int(task_index)}).first() is None:
+                        raise RoundMismatch(f"task {task_index} is not reviewed in round 2.")
+                    chosen = task_index
+                position = 0 if chosen is None else 1 + conn.execute(_R2_BEFORE, {"task": chosen}).scalar()
+            row = None if chosen is None else conn.execute(_ANSWER_AT, {**mine, "task": chosen}).first()
+            return AnnotatorState(round=rnd, task_index=chosen, position=position, done=done, total=total,
+                                  answer=None if row is None else _to_answer(row))
+
+        return self._db.run(work, write=False)
 
     def answers(self, *, round: int | None = None, annotator: str | None = None) -> list[Answer]:
         """Saved answers, optionally of one round and/or one annotator, oldest first."""
@@ -387,24 +494,11 @@ class ReviewDatabase:
             query = query.where(answers.c.annotator == annotator)
         return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
 
-    def answered_pairs(self, round: int, annotator: str) -> set[tuple[str, str]]:
-        """``(anchor, frame)`` pairs an annotator has answered in a round."""
-        query = select(answers.c.anchor, answers.c.frame).where(answers.c.round == int(round),
-                                                                 answers.c.annotator == annotator)
-        return {(r.anchor, r.frame) for r in self._db.run(lambda c: c.execute(query).all(), write=False)}
-
     def answers_to_pair(self, anchor: str, frame: str) -> list[Answer]:
         """Every saved answer to one pair (all rounds, all annotators)."""
         query = (select(answers).where(answers.c.anchor == anchor, answers.c.frame == frame)
                  .order_by(answers.c.round, answers.c.annotator))
         return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
-
-    def answer(self, round: int, annotator: str, anchor: str, frame: str) -> Answer | None:
-        """One saved answer, or None."""
-        query = select(answers).where(answers.c.round == int(round), answers.c.annotator == annotator,
-                                      answers.c.anchor == anchor, answers.c.frame == frame)
-        row = self._db.run(lambda c: c.execute(query).first(), write=False)
-        return None if row is None else _to_answer(row)
 
     def undo_last(self, round: int, annotator: str) -> Answer | None:
         """Delete an annotator's most recent answer of a round; returns it (None when there is none)."""
@@ -429,7 +523,17 @@ class ReviewDatabase:
 def _to_answer(row) -> Answer:
     return Answer(round=row.round, annotator=row.annotator, anchor=row.anchor, frame=row.frame,
                   label_correct=row.label_correct, similarity=row.similarity, reason=row.reason,
-                  added_labels=tuple(json.loads(row.added_labels)), answered_at=row.answered_at)
+                  added_labels=tuple(json.loads(row.added_labels)), answered_at=row.answered_at,
+                  task_index=row.task_index)
+
+
+def _first_gap(conn: Connection, annotator: str, n_tasks: int) -> int | None:
+    """The smallest round-1 task index the annotator has not answered (None when all are)."""
+    mine = {"round": 1, "annotator": annotator}
+    if conn.execute(_ANSWER_AT, {**mine, "task": 0}).first() is None:
+        return 0 if n_tasks > 0 else None
+    gap = conn.execute(_GAP, mine).scalar()
+    return None if gap is None or gap >= n_tasks else int(gap)
 
 
 def open_review_database(db: str | os.PathLike | None = None, *,
@@ -444,4 +548,3 @@ def open_review_database(db: str | os.PathLike | None = None, *,
         For a malformed location (unsupported URL scheme, in-memory SQLite).
     """
     return ReviewDatabase(review_location(db, default_folder))
-

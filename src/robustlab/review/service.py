@@ -18,21 +18,18 @@ from ..errors import DataError, InputError
 from ..video.finalize import PairDecision, finalize
 from ..video.review import ReviewRecord, parse_review, write_reviews
 from . import rounds
-from .database import Answer, ReviewDatabase, User
+from .database import Answer, ReviewDatabase, RoundMismatch, User
 from .tasks import ReviewTask, TaskSet
 
 EXPORT_FILE = "review-app.jsonl"
-
-
-class RoundMismatch(InputError):
-    """An answer for another round than the open one, or for a pair outside the open round."""
+__all__ = ["EXPORT_FILE", "ReviewService", "RoundMismatch", "TaskView", "open_service"]
 
 
 @dataclass(frozen=True)
 class TaskView:
-    """What the annotator page needs about one task in one round."""
+    """What the annotator page needs about one task in one round (``task`` None: round done)."""
 
-    task: ReviewTask
+    task: ReviewTask | None
     round: int
     position: int           # 1-based position in the round's list
     done: int               # answers this annotator gave in the round
@@ -56,12 +53,6 @@ class ReviewService:
         """1, or 2 once an admin opened it."""
         return self.db.current_round()
 
-    def round_tasks(self, round: int) -> list[ReviewTask]:
-        """Tasks of a round, in review order (round 2: the pairs chosen when it opened)."""
-        if round == 1:
-            return list(self.task_set.tasks)
-        return [t for t in (self.task_set.task(a, f) for a, f in self.db.round2_pairs()) if t is not None]
-
     def pending_round2(self) -> list[tuple[str, str]]:
         """The pairs round 2 would review if it opened now."""
         return rounds.round2_pairs(self.task_set, self.db.answers(round=1))
@@ -69,54 +60,31 @@ class ReviewService:
     def open_round2(self) -> tuple[bool, int]:
         """Close round 1 and open round 2. Returns (opened now, number of pairs)."""
         pairs = self.pending_round2()
-        opened = self.db.open_round2(pairs)
+        opened = self.db.open_round2([(self.task_set.task(*p).index, *p) for p in pairs])
         return opened, len(self.db.round2_pairs())
 
     # --- the annotator's page -------------------------------------------------------------------
 
-    def view(self, user: User, index: int | None = None) -> TaskView | None:
+    def view(self, user: User, index: int | None = None) -> TaskView:
         """The task to show: ``index`` when given (a task of the open round), else the first
-        the annotator has not answered; None when the round is done.
+        the annotator has not answered (``task`` None when the round is done).
 
         Raises
         ------
         RoundMismatch
             ``index`` is not a task of the open round.
         """
-        rnd = self.current_round()
-        tasks = self.round_tasks(rnd)
-        answered = self.db.answered_pairs(rnd, user.name)
-        if index is None:
-            task = next((t for t in tasks if t.pair not in answered), None)
-            if task is None:
-                return None
-        else:
-            task = self._round_task(index, rnd, tasks)
-        position = next(i for i, t in enumerate(tasks, start=1) if t.pair == task.pair)
+        state = self.db.annotator_state(user.name, len(self.task_set), index)
+        task = None if state.task_index is None else self.task_set.tasks[state.task_index]
         r1 = r2 = ()
         decision = None
-        if rnd == 2:
+        if task is not None and state.round == 2:
             given = self.db.answers_to_pair(*task.pair)
             r1 = tuple(a for a in given if a.round == 1)
             r2 = tuple(a for a in given if a.round == 2)
             decision = rounds.joint_decisions(r2).get(task.pair) if r2 else None
-        return TaskView(task=task, round=rnd, position=position, done=len(answered & {t.pair for t in tasks}),
-                        total=len(tasks), answer=self.db.answer(rnd, user.name, *task.pair),
-                        round1=r1, round2=r2, decision=decision)
-
-    def _round_task(self, index: int, rnd: int, tasks: Sequence[ReviewTask]) -> ReviewTask:
-        if not 0 <= index < len(self.task_set.tasks):
-            raise RoundMismatch(f"task {index} does not exist; the set has {len(self.task_set)} tasks.")
-        task = self.task_set.tasks[index]
-        if task not in tasks:
-            raise RoundMismatch(f"task {index} is not reviewed in round {rnd}.")
-        return task
-
-    def progress(self, user: User) -> tuple[int, int, int]:
-        """(round, answers given in it, tasks in it) for one annotator."""
-        rnd = self.current_round()
-        pairs = {t.pair for t in self.round_tasks(rnd)}
-        return rnd, len(self.db.answered_pairs(rnd, user.name) & pairs), len(pairs)
+        return TaskView(task=task, round=state.round, position=state.position, done=state.done,
+                        total=state.total, answer=state.answer, round1=r1, round2=r2, decision=decision)
 
     def submit(self, user: User, index: int, round: int, fields: Mapping[str, object]) -> bool:
         """Validate and save an answer; returns False when the same answer was saved already.
@@ -142,25 +110,23 @@ class ReviewService:
         InputError
             An added label is not a class of the set.
         """
-        rnd = self.current_round()
-        if round != rnd:
-            raise RoundMismatch(f"this page was for round {round}, but round {rnd} is open now: reload "
-                                "the page.")
-        task = self._round_task(index, rnd, self.round_tasks(rnd))
+        if not 0 <= index < len(self.task_set):
+            raise RoundMismatch(f"task {index} does not exist; the set has {len(self.task_set)} tasks.")
+        task = self.task_set.tasks[index]
         added = list(fields.get("added_labels") or []) if task.is_anchor_step else []
         n_classes = len(self.task_set.class_names)
         bad = [v for v in added if not isinstance(v, int) or v < 0 or (n_classes and v >= n_classes)]
         if bad:
             raise InputError(f"added labels {bad} are not classes of this set (0..{n_classes - 1}).")
         obj = {"annotator": user.name, "anchor": task.anchor, "frame": task.frame,
-               "label_correct": fields.get("label_correct"), "round": rnd,
+               "label_correct": fields.get("label_correct"), "round": round,
                "added_labels": sorted(set(added) - set(task.labels))}
         if not task.is_anchor_step:
             obj["similarity"] = fields.get("similarity")
             obj["reason"] = fields.get("reason")
         record = parse_review({k: v for k, v in obj.items() if v not in (None, "")},
                               f"answer to task {index}")
-        return self.db.save_answer(record)
+        return self.db.save_answer(record, task.index)
 
     def undo(self, user: User) -> ReviewTask | None:
         """Remove the annotator's last answer of the open round; returns its task (or None)."""
