@@ -15,13 +15,12 @@ import json
 import os
 
 import pytest
+from report.browser_checks import browser  # noqa: F401  (the shared Chromium fixture)
 
 import robustlab
 from robustlab.video.review import read_reviews
 
 from .conftest import USERS
-
-from report.browser_checks import browser  # noqa: F401,E402  (the shared Chromium fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -107,7 +106,7 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
         table = page.locator("#round1-answers").inner_text()
         assert "ana" in table and "ben" in table and "blur change" in table   # everyone's round-1 answers
         assert review_round(page, ROUND2_KEYS[name]) == [2, 3]
-    ana.goto(base + f"/review?task=3")
+    ana.goto(base + "/review?task=3")
     assert "similar" in ana.locator("#joint-decision").inner_text()
 
     boss.goto(base + "/admin")

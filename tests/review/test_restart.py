@@ -15,7 +15,6 @@ import pytest
 
 from robustlab.review.app import create_app
 from robustlab.review.server import build_service
-from robustlab.video.sampling import TASKS
 
 from .conftest import BACKENDS
 from .helpers import answer, login, shown_task

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 from pathlib import Path
 
 import numpy as np
-import pytest
+from PIL import Image
 from sqlalchemy import create_engine, select
 
 from robustlab.data.images import write_image
@@ -75,9 +76,6 @@ def test_a_pair_of_big_frames_is_at_most_200_kb(tmp_path, password_hashes):
     for key in (anchor, frame):
         response = ana.get(f"/frame/{key}")
         assert response.status_code == 200
-        from PIL import Image
-        import io
-
         with Image.open(io.BytesIO(response.content)) as img:
             assert img.format == "JPEG" and max(img.size) <= MAX_SIDE
         sizes.append(len(response.content))
