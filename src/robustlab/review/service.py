@@ -10,7 +10,7 @@ opens round 2, and exports and finalizes. It knows nothing of HTTP.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
