@@ -1,4 +1,8 @@
-"""A review survives a server restart (and a closed browser): every saved answer is found again."""
+"""A review survives a server restart (and a closed browser): every saved answer is found again.
+
+Fast: a new app instance on the same database. Slow (``-m slow``): ``robustlab review serve`` in
+its own process, killed with SIGKILL mid-review, started again.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +72,7 @@ def wait_until_up(process: subprocess.Popen, url: str, timeout: float = 90.0) ->
     raise AssertionError("the server did not start in time")
 
 
+@pytest.mark.slow  # two server processes start (imports take seconds); the in-process restart above is fast
 def test_killing_the_server_mid_review_loses_nothing(tasks_file, tmp_path, users, db_url):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
