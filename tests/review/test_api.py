@@ -221,3 +221,29 @@ def test_login_form_token_is_needed(app):
     response = c.post("/login", data={"username": "ana", "password": "ana-password-1", "csrf_token": token + "x"},
                       follow_redirects=False)
     assert response.status_code == 403 and "robustlab_review_session" not in response.headers.get("set-cookie", "")
+
+
+def test_anchor_labels_can_be_typed_when_the_set_names_no_classes(task_dir, tmp_path, password_hashes):
+    from robustlab.review.app import create_app
+    from robustlab.review.server import build_service
+    from robustlab.video.sampling import TASKS
+
+    (task_dir / "classes.json").unlink()
+    manifest = json.loads((task_dir / "sample.json").read_text())
+    manifest["class_names"] = None
+    (task_dir / "sample.json").write_text(json.dumps(manifest))
+    service = build_service(task_dir / TASKS, tmp_path / "plain.db")
+    service.db.add_user("ana", "annotator", password_hashes["ana"])
+    ana = login(create_app(service), "ana")
+    page = ana.get("/review").text
+    assert 'name="added_labels_text"' in page and 'type="checkbox"' not in page
+    response = ana.post("/answer", data={"csrf_token": ana.csrf, "task": "0", "round": "1", "label_correct": "yes",
+                                         "added_labels_text": "12, 3"}, follow_redirects=False)
+    assert response.status_code == 303
+    (saved,) = service.db.answers()
+    assert saved.added_labels == (3, 12)
+    bad = ana.post("/answer", data={"csrf_token": ana.csrf, "task": "0", "round": "1", "label_correct": "yes",
+                                    "added_labels_text": "3, cat"}, follow_redirects=False)
+    assert bad.status_code == 400 and "is not a class index" in bad.text
+    assert 'value="3, 12"' in ana.get("/review", params={"task": 0}).text
+    service.db.close()

@@ -286,9 +286,10 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
 
     def answer_fields(form: FormData) -> dict:
         added = []
-        for value in form.getlist("added_labels"):
+        typed = [v for v in str(form.get("added_labels_text") or "").replace(";", ",").split(",") if v.strip()]
+        for value in [*form.getlist("added_labels"), *typed]:
             try:
-                added.append(int(str(value)))
+                added.append(int(str(value).strip()))
             except ValueError:
                 raise HTTPProblem(400, f"added label {str(value)[:40]!r} is not a class index.") from None
         return {"label_correct": form.get("label_correct"), "similarity": form.get("similarity"),
