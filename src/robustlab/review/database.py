@@ -2,7 +2,8 @@
 
 Locations follow the store's conventions (:mod:`robustlab.store.location`): a ``.db`` file or
 ``sqlite:///file.db`` (SQLite, WAL mode, one writer at a time), a folder (its ``review.db``),
-or a ``postgresql://user@host/db`` URL (psycopg 3). Tables are prefixed ``review_`` so a
+or a ``postgresql://user@host/db`` URL (psycopg 3). SQLite flushes every commit to the disk
+(``synchronous=FULL``): answers are people's work. Tables are prefixed ``review_`` so a
 PostgreSQL database can hold them beside a results catalog. Every statement is SQLAlchemy
 Core with bound parameters.
 
@@ -233,7 +234,8 @@ class ReviewDatabase:
 
     def __init__(self, location: StoreLocation) -> None:
         self.location = location
-        self._db = Database(location)
+        # durable: SQLite flushes each commit to the disk (an answer survives a power cut too)
+        self._db = Database(location, durable=True)
         try:
             self._db.run(self._create, write=True)
         except BaseException:
