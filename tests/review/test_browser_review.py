@@ -71,7 +71,9 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
     base = live_server
     ana = log_in(browser, base, "ana")
     assert shown(ana) == 0 and ana.locator("#q-added").count() == 1   # the anchor step comes first
-    press(ana, "y")
+    press(ana, "y 2 2 5")                                              # digits tick classes: 2 on, off, 5 on
+    (anchor_answer,) = service.db.answers(annotator="ana")
+    assert anchor_answer.added_labels == (5,)
     press(ana, "y s")
     assert ana.locator("#progress").get_attribute("value") == "2"
     with ana.expect_navigation():
@@ -98,11 +100,13 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
     assert "Cohen" in boss.locator("#agreement").inner_text()
     with boss.expect_navigation():
         boss.click("#open-round2")
-    assert "round 2 is open on 2 pair(s)" in boss.locator("#message").inner_text()
+    # round 2: the pairs someone doubted (2, 3) and the anchor where the added labels differ (0)
+    assert "round 2 is open on 3 pair(s)" in boss.locator("#message").inner_text()
 
     for name, page in (("ana", ana), ("ben", ben)):
         page.goto(base + "/review")
-        assert shown(page) == 2
+        assert shown(page) == 0 and "5" in page.locator("#round1-answers").inner_text()
+        press(page, "y")                                                  # nobody adds a label now
         table = page.locator("#round1-answers").inner_text()
         assert "ana" in table and "ben" in table and "blur change" in table   # everyone's round-1 answers
         assert review_round(page, ROUND2_KEYS[name]) == [2, 3]
@@ -115,7 +119,7 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
     exported = tmp_path / "export.jsonl"
     download.value.save_as(exported)
     records = read_reviews(exported)
-    assert len(records) == 20 + 4 and {r.round for r in records} == {1, 2}
+    assert len(records) == 20 + 6 and {r.round for r in records} == {1, 2}
     with boss.expect_navigation():
         boss.click("#finalize")
     summary = boss.locator("#finalize-summary").inner_text()
@@ -125,7 +129,9 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
         page.context.close()
 
     pmsets = json.loads((task_dir / "pmsets.json").read_text())
+    labels = json.loads((task_dir / "labels.json").read_text())
     tasks = service.task_set.tasks
+    assert labels[tasks[0].anchor] == list(tasks[0].labels)          # the added label lost in round 2
     assert tasks[2].frame not in pmsets[tasks[0].anchor] and tasks[3].frame in pmsets[tasks[0].anchor]
     result = robustlab.evaluate("demo:cnn", "video-pmk", task_dir, store=tmp_path / "store", class_map="none",
                                 workers=0, progress=False)
