@@ -225,6 +225,13 @@ def video_finalize_command(
     typer.echo(format_summary(finalize(out, reviews, require_anchor_review=require_anchor_review)))
 
 
+# --- human review web app (issue 16): review serve, review add-user, review export ----------
+
+from .review.cli import review_app  # noqa: E402  (typer sub-app; its commands import lazily)
+
+app.add_typer(review_app, name="review")
+
+
 # --- perturbation sequences (issue 5): perturb ---------------------------------------------
 
 

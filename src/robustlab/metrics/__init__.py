@@ -113,3 +113,9 @@ from .importers import *  # noqa: E402,F401,F403
 from .under_corruption import *  # noqa: E402,F401,F403
 
 __all__ += detection.__all__ + importers.__all__ + under_corruption.__all__
+
+# Inter-rater agreement (issue 16: the review app's kappas).
+from . import agreement  # noqa: E402
+from .agreement import *  # noqa: E402,F401,F403
+
+__all__ += agreement.__all__

@@ -599,7 +599,7 @@ class Store:
 
     def _upsert(self, table: Table, keys: tuple[str, ...], update_columns: tuple[str, ...]):
         """INSERT ... ON CONFLICT (keys) DO UPDATE/NOTHING for this dialect; rows go to execute()."""
-        return _upsert_statement(self._db.dialect, table, keys, update_columns)
+        return upsert_statement(self._db.dialect, table, keys, update_columns)
 
     def _read_file(self, run_id: str, row) -> dict[str, np.ndarray]:
         path = self.predictions_dir / row.file
@@ -668,9 +668,11 @@ def open_store(
 
 
 @functools.lru_cache(maxsize=32)
-def _upsert_statement(
+def upsert_statement(
     dialect_name: str, table: Table, keys: tuple[str, ...], update_columns: tuple[str, ...]
 ):
+    """``INSERT ... ON CONFLICT (keys) DO UPDATE SET update_columns`` (or ``DO NOTHING`` when
+    there are none) for ``"sqlite"`` or ``"postgresql"``; pass the rows to ``execute()``."""
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     statement = dialect.insert(table)
     if not update_columns:
