@@ -214,3 +214,27 @@ def test_mixed_sizes_need_a_model_input_size(tmp_path):
                   corruptions="brightness", severities="1", batch_size=8,
                   preprocessing=Preprocessing(resize=36, crop=32))
     assert ok.metric("n_samples", "brightness/1") == 6
+
+
+def test_an_image_too_small_to_corrupt_is_skipped_in_every_setting(tmp_path):
+    """Regression: a 1x1 image was skipped only under corruption, so CE compared 10 samples with 9."""
+    from robustlab.data.images import write_image
+
+    root = make_folder_of(tmp_path / "data")
+    write_image(root / "cat" / "tiny.png", np.full((1, 1, 3), 200, np.uint8))
+    result = evaluate(ChannelModel(3), "corrupted", root, store=tmp_path / "s", corruptions="brightness",
+                      severities="1", class_map="sorted", workers=0, progress=False)
+    assert result.metric("n_samples", "clean") == result.metric("n_samples", "brightness/1") == 6
+    skipped = {(unit.split("/")[0], sid) for unit, sid, _ in result.problems}
+    assert skipped == {("clean", "cat/tiny.png"), ("brightness", "cat/tiny.png")}
+    assert any("every setting" in message for _, _, message in result.problems)
+
+
+def make_folder_of(root):
+    from robustlab.data.images import write_image
+
+    rng = np.random.default_rng(0)
+    for label, name in enumerate(("cat", "dog", "fox")):
+        for k in range(2):
+            write_image(root / name / f"img_{k}.png", rng.integers(0, 256, (40, 40, 3), dtype=np.uint8))
+    return root

@@ -16,7 +16,9 @@ import numpy as np
 
 from ..corruptions import resolve_corruptions
 from ..corruptions.dataset import parse_severities
+from ..corruptions.api import MIN_SIZE
 from ..data.classification import (
+    SizeCheckedSamples,
     class_folders,
     corrupt_on_the_fly,
     imagenet_c_folder,
@@ -468,8 +470,8 @@ class Corrupted(Benchmark):
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
         base = self._base(config).subset(unit.params["start"], unit.params["stop"])
-        if unit.setting == CLEAN:
-            return base
+        if unit.setting == CLEAN:  # skip what the corrupted settings must skip: the same images everywhere
+            return SizeCheckedSamples(base, MIN_SIZE)
         c, s = unit.setting.split("/")
         return corrupt_on_the_fly(base, c, int(s), seed=config["seed"], profile=config["profile"])
 

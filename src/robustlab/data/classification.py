@@ -171,7 +171,50 @@ class CorruptedSamples:
         return CorruptedSamples(self.base.subset(start, stop), self.corruption, self.severity, self.seed, self.profile)
 
 
-Samples = ImageFolderSamples | ArraySamples | CorruptedSamples
+@dataclass(frozen=True, eq=False)
+class SizeCheckedSamples:
+    """Another sample set whose images smaller than ``min_size`` pixels on a side are refused.
+
+    The clean setting of a run that corrupts on the fly reads its images through this, so an
+    image too small to corrupt is skipped in every setting, clean included, and every setting's
+    error is measured on the same images (not 10 clean against 9 corrupted)."""
+
+    base: ImageFolderSamples | ArraySamples
+    min_size: int
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return self.base.ids
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.base.labels
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.base.classes
+
+    def id(self, i: int) -> str:
+        get = getattr(self.base, "id", None)
+        return get(i) if callable(get) else self.base.ids[i]
+
+    def read(self, i: int) -> np.ndarray:
+        image = self.base.read(i)
+        h, w = image.shape[:2]
+        if min(h, w) < self.min_size:
+            raise DataError(f"image {self.id(i)} is {w}x{h} pixels, smaller than the {self.min_size} px the "
+                            "corruptions need: it is skipped in every setting, clean included, so that every "
+                            "setting measures the same images.")
+        return image
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return self.base.fingerprint(mode)
+
+
+Samples = ImageFolderSamples | ArraySamples | CorruptedSamples | SizeCheckedSamples
 
 
 @functools.lru_cache(maxsize=64)
