@@ -421,6 +421,13 @@ def show_command(
         raise typer.Exit(1)
 
 
+# --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
+
+from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
+
+register_train_commands(app)
+
+
 def main() -> None:
     """Entry point: turn robustlab's own errors into one clear line and exit code 2."""
     try:
