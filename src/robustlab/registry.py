@@ -34,6 +34,8 @@ class Registry(Generic[T]):
         An entry-point group whose entries are loaded the same way (each entry a module or an
         object whose import registers its items).
 
+    Examples
+    --------
     >>> r = Registry("corruption"); r.add("fog", object())  # doctest: +ELLIPSIS
     <object ...>
     """

@@ -55,6 +55,8 @@ def score_setting(kind: str, ground_truth: Mapping[str, Any] | Sequence[Any], im
         per-image samples, aligned with ``detections``).
     image_ids : the dataset's image ids, aligned with ``detections``.
 
+    Notes
+    -----
     COCO numbers COCOeval cannot define (-1, e.g. APs without small objects) are left out.
     VOC's per-class vector covers the classes with ground truth, in label order.
     """

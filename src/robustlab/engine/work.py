@@ -70,6 +70,8 @@ class UnitStream:
     fingerprint : str
         ``stat`` or ``content`` (see :data:`FINGERPRINT_MODES`).
 
+    Notes
+    -----
     ``keys`` holds every unit key of the plan once the stream is exhausted (pending and
     stored, in plan order). Before yielding anything, a stream over a partly stored run
     checks the stored units' fingerprints (:meth:`verify`).

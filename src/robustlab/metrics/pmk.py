@@ -461,7 +461,8 @@ def pmk_accuracies(
     ----------
     ks : iterable of int or None
         The k values (default 0..10, the papers' curve); None keeps every neighbour.
-    Other arguments as in :func:`pmk_accuracy`.
+    predictions, pmsets, labels, label_mode, offsets
+        As in :func:`pmk_accuracy`.
 
     Returns
     -------
