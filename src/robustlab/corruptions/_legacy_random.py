@@ -7,24 +7,37 @@ most 256 distinct rates, so here the constants are computed once per grey level 
 operations, hence the same float64 values) and the generator runs inline; the random stream
 and every accept/reject decision are unchanged, so the counts are identical to NumPy's and the
 RandomState ends in the same state. The Gaussian noises draw ``rs.normal`` of the image's shape;
-the same inline generator serves NumPy's legacy polar method, including the second value it
-keeps for the next call.
+the generator's blocks are tempered at once and turned into the polar method's candidate pairs
+in bulk (every candidate takes four words, accepted or not), so only the accepted pairs cost a
+logarithm; the second value of the last pair is kept for the next call, as NumPy keeps it.
 
 The algorithms are NumPy's (``numpy/random/src``): MT19937 with 53-bit doubles
 (``mt19937_next_double``); ``random_poisson``: 0 for a rate of 0, the multiplication method
 below 10, Hoermann's transformed rejection (PTRS) from 10 on, with ``random_loggam``; and
 ``legacy_gauss`` / ``legacy_normal``. A RandomState on another bit generator than MT19937 is
 served by NumPy itself.
+
+Which one runs: :func:`draw_normal` and :func:`draw_poisson_levels` (what the kernels call) use
+the compiled copy unless NumPy's own sampler measured clearly faster in this process
+(:func:`sampler_route`: both are timed once, on a scratch generator, at first use; about 10 ms).
+Both give the same numbers and leave ``rs`` in the same state, so the choice never changes a
+result, only the time. It exists because the speed of the two differs by CPU: issue 21
+reports NumPy's normal at twice the speed of the (then per-value) compiled copy on one AMD EPYC
+machine, while on the machine of docs/corruptions-speed.md the compiled copies are the faster.
+``ROBUSTLAB_LEGACY_SAMPLER=compiled`` or ``=numpy`` fixes the route (benchmarks, tests).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import time
 
 import numba
 import numpy as np
 
-__all__ = ["normal", "poisson_levels"]
+__all__ = ["ROUTES", "SAMPLER_ENV", "draw_normal", "draw_poisson_levels", "normal", "poisson_levels",
+           "sampler_route"]
 
 _N, _M = 624, 397
 # Unsigned 64-bit constants: numba keeps every MT19937 expression in uint64 (mixing signed and
@@ -171,28 +184,93 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _temper_into(key, start, dst, at):  # pragma: no cover - compiled
+    # dst[at + i] = the tempered word key[start + i], i = 0 .. 623 - start (mt19937_next's
+    # output for those positions), vectorised.
+    for i in range(_N - start):
+        y = np.uint64(key[start + i])
+        y ^= y >> np.uint64(11)
+        y ^= (y << np.uint64(7)) & _MASK_B
+        y ^= (y << np.uint64(15)) & _MASK_C
+        y ^= y >> np.uint64(18)
+        dst[at + i] = y
+
+
+@numba.njit(cache=True, nogil=True)
 def _gauss_fill(out, loc, scale, key, pos, has_gauss, gauss):  # pragma: no cover - compiled
     # out[i] = loc + scale * legacy_gauss() in order; returns the generator's state after.
-    for i in range(out.shape[0]):
-        if has_gauss:
-            g = gauss
-            has_gauss = False
-            gauss = 0.0
-        else:
-            while True:
-                x1, pos = _next_double(key, pos)
-                x1 = 2.0 * x1 - 1.0
-                x2, pos = _next_double(key, pos)
-                x2 = 2.0 * x2 - 1.0
-                r2 = x1 * x1 + x2 * x2
-                if not (r2 >= 1.0 or r2 == 0.0):
-                    break
+    # legacy_gauss draws candidate pairs (x1, x2) of two doubles (four words) each until
+    # 0 < x1^2 + x2^2 < 1, returns f * x2 and keeps f * x1 for the next call. Every candidate
+    # takes exactly four words whether accepted or not, so a whole block of the Mersenne
+    # Twister (624 words, regenerated only when the draw needs it, as NumPy does) is turned
+    # into candidates at once (vectorised), the accepted ones listed without branches, and
+    # only they reach the logarithm: the same numbers in the same order as NumPy's loop.
+    n = out.shape[0]
+    i = 0
+    if n and has_gauss:
+        out[0] = loc + scale * gauss
+        i = 1
+        has_gauss = False
+        gauss = 0.0
+    if i >= n:
+        return pos, has_gauss, gauss
+    words = np.empty(_N + 4, np.uint32)
+    x1s = np.empty(_N // 4 + 1)
+    x2s = np.empty(_N // 4 + 1)
+    r2s = np.empty(_N // 4 + 1)
+    accepted = np.empty(_N // 4 + 1, np.int64)
+    # The pending words: `carried` (0..3) left from the previous block, then this block's
+    # words from position `first` on.
+    carried = 0
+    first = pos
+    available = _N - pos
+    _temper_into(key, pos, words, 0)
+    while True:
+        n_candidates = available // 4
+        for c in range(n_candidates):
+            a = np.int64(words[4 * c]) >> 5
+            b = np.int64(words[4 * c + 1]) >> 6
+            d = np.int64(words[4 * c + 2]) >> 5
+            e = np.int64(words[4 * c + 3]) >> 6
+            # mt19937_next_double twice, then 2 u - 1
+            x1 = 2.0 * ((np.float64(a) * 67108864.0 + np.float64(b)) / 9007199254740992.0) - 1.0
+            x2 = 2.0 * ((np.float64(d) * 67108864.0 + np.float64(e)) / 9007199254740992.0) - 1.0
+            x1s[c] = x1
+            x2s[c] = x2
+            r2s[c] = x1 * x1 + x2 * x2
+        m = 0
+        for c in range(n_candidates):
+            r2 = r2s[c]
+            accepted[m] = c
+            m += not (r2 >= 1.0 or r2 == 0.0)
+        last = -1
+        for j in range(m):
+            c = accepted[j]
+            r2 = r2s[c]
             f = math.sqrt(-2.0 * math.log(r2) / r2)
-            gauss = f * x1
-            has_gauss = True
-            g = f * x2
-        out[i] = loc + scale * g
-    return pos, has_gauss, gauss
+            last = c
+            out[i] = loc + scale * (f * x2s[c])
+            i += 1
+            if i >= n:
+                has_gauss = True
+                gauss = f * x1s[c]
+                break
+            out[i] = loc + scale * (f * x1s[c])
+            i += 1
+            if i >= n:
+                break
+        if i >= n:
+            # The last candidate used ends 4 (last + 1) pending words in; it took at least
+            # one word of this block, so the state is this block at the word after it.
+            return first + 4 * (last + 1) - carried, has_gauss, gauss
+        rest = available - 4 * n_candidates
+        for t in range(rest):
+            words[t] = words[4 * n_candidates + t]
+        carried = rest
+        first = 0
+        _regenerate(key)
+        _temper_into(key, 0, words, carried)
+        available = carried + _N
 
 
 def _mt_state(rs: np.random.RandomState):
@@ -246,3 +324,90 @@ def poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarra
     counts, pos = _draw(np.ascontiguousarray(levels).reshape(-1), lam, key, pos, _LOGGAM_COEF)
     rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
     return counts.reshape(levels.shape)
+
+
+# --------------------------------------------------------------------------- route per CPU
+
+#: Environment variable fixing the route of :func:`draw_normal` / :func:`draw_poisson_levels`.
+SAMPLER_ENV = "ROBUSTLAB_LEGACY_SAMPLER"
+#: Its values: ``auto`` (default: the faster, measured once per process), ``compiled``, ``numpy``.
+ROUTES = ("auto", "compiled", "numpy")
+#: Values drawn per timing call of the calibration, and timing calls per route (minimum kept).
+_CALIBRATION_SIZE = 1 << 15
+_CALIBRATION_ROUNDS = 5
+#: NumPy is chosen only when it measures at least this much faster (timing noise on a busy
+#: machine must not flip the route back and forth; the gap reported on the slow machine was 2x).
+_NUMPY_MARGIN = 0.9
+_measured: dict[str, str] = {}
+
+
+def _calibration_calls(kind: str):
+    """(compiled call, NumPy call) drawing the same numbers of ``kind`` from scratch generators."""
+    compiled_rs, numpy_rs = np.random.RandomState(20240501), np.random.RandomState(20240501)
+    if kind == "normal":
+        return (lambda: normal(compiled_rs, (_CALIBRATION_SIZE,), 0.0, 0.1),
+                lambda: numpy_rs.normal(0.0, 0.1, size=_CALIBRATION_SIZE))
+    # shot_noise's rates: grey levels 0..255 at 12 photons per unit (both of NumPy's methods).
+    levels = np.random.RandomState(7).randint(0, 256, _CALIBRATION_SIZE).astype(np.uint8)
+    lam = (np.arange(256, dtype=np.uint8) / 255.0) * 12
+    return (lambda: poisson_levels(compiled_rs, levels, lam), lambda: numpy_rs.poisson(lam[levels]))
+
+
+def _measure(kind: str) -> str:
+    """Time both routes of ``kind`` (thread CPU time, minimum of a few alternating calls);
+    the compiled copy unless NumPy is clearly faster."""
+    compiled_call, numpy_call = _calibration_calls(kind)
+    compiled_call()  # compiles (or loads the cache) and warms up
+    numpy_call()
+    best = {"compiled": math.inf, "numpy": math.inf}
+    for _ in range(_CALIBRATION_ROUNDS):
+        for route, call in (("compiled", compiled_call), ("numpy", numpy_call)):
+            t0 = time.thread_time()
+            call()
+            best[route] = min(best[route], time.thread_time() - t0)
+    return "numpy" if best["numpy"] < _NUMPY_MARGIN * best["compiled"] else "compiled"
+
+
+def sampler_route(kind: str) -> str:
+    """``"compiled"`` or ``"numpy"``: the route :func:`draw_normal` (``kind="normal"``) or
+    :func:`draw_poisson_levels` (``kind="poisson"``) takes in this process.
+
+    Set by :data:`SAMPLER_ENV`, else measured at the first call and kept.
+    """
+    if kind not in ("normal", "poisson"):
+        raise ValueError(f"kind must be 'normal' or 'poisson'; got {kind!r}")
+    mode = os.environ.get(SAMPLER_ENV, "auto").strip().lower() or "auto"
+    if mode not in ROUTES:
+        raise ValueError(f"{SAMPLER_ENV} must be one of {', '.join(ROUTES)}; got {mode!r}")
+    if mode != "auto":
+        return mode
+    if kind not in _measured:
+        _measured[kind] = _measure(kind)
+    return _measured[kind]
+
+
+def draw_normal(rs: np.random.RandomState, shape: tuple[int, ...], loc: float = 0.0,
+                scale: float = 1.0) -> np.ndarray:
+    """``rs.normal(loc, scale, size=shape)`` by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        float64 of ``shape``; the same values and the same final state of ``rs`` either way.
+    """
+    if sampler_route("normal") == "compiled":
+        return normal(rs, shape, loc, scale)
+    return rs.normal(loc, scale, size=shape)
+
+
+def draw_poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """``rs.poisson(lam[levels])`` by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        int64 counts of ``levels``' shape; the same counts and final state of ``rs`` either way.
+    """
+    if sampler_route("poisson") == "compiled":
+        return poisson_levels(rs, levels, lam)
+    return rs.poisson(np.asarray(lam, dtype=np.float64)[np.asarray(levels)])
