@@ -4,6 +4,8 @@
   (OpenCV's DFT route) with exact integer tap sums: the float value must agree with OpenCV's to
   rounding error, and the uint8 output must be identical, including flat regions of every
   grey level (where the value sits closest to the truncation points).
+- ``_legacy_random.normal`` / ``poisson_levels`` draw a Mersenne Twister block at a time: from
+  any position of the stream they must give NumPy's numbers and NumPy's final state.
 - ``_legacy_random.draw_normal`` / ``draw_poisson_levels`` take the compiled copy or NumPy's
   own sampler, whichever this process measured faster: both routes must give NumPy's numbers
   and leave the generator in NumPy's state, and so must the noise kernels built on them.
@@ -25,6 +27,11 @@ from robustlab.corruptions.blur import DEFOCUS
 
 #: Every defocus disk of every profile, as (radius, anti-alias sigma).
 DISKS = sorted({params for table in DEFOCUS.values() for params in table})
+
+
+def _same_state(a: np.random.RandomState, b: np.random.RandomState) -> bool:
+    sa, sb = a.get_state(), b.get_state()
+    return bool(np.array_equal(sa[1], sb[1])) and sa[2:] == sb[2:]
 
 
 def opencv_defocus(img: np.ndarray, kernel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,6 +137,28 @@ def test_disk_filter_errors_name_the_problem(args, error, message):
         filter_uint8(*args)
 
 
+# --------------------------------------------------------------------------- block-wise draws
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), skip=st.integers(0, 1300), size=st.integers(0, 4000),
+       kind=st.sampled_from(["normal", "poisson"]))
+def test_compiled_draws_start_anywhere_in_the_stream(seed, skip, size, kind):
+    # The compiled copies take the Mersenne Twister a block (624 words) at a time: whatever the
+    # position they start from (odd after 32-bit draws, at or near a block's end) and however
+    # many blocks they cross, they must draw NumPy's numbers and stop at NumPy's position.
+    ours, theirs = np.random.RandomState(seed), np.random.RandomState(seed)
+    for rs in (ours, theirs):
+        rs.randint(0, 2**31, size=skip)  # one 32-bit word per value
+    if kind == "normal":
+        np.testing.assert_array_equal(LR.normal(ours, (size,), 0.1, 0.7), theirs.normal(0.1, 0.7, size=size))
+    else:
+        lam = np.concatenate([[0.0], np.random.default_rng(seed % 997).uniform(0, 40, 255)])
+        levels = np.random.default_rng(seed).integers(0, 256, size).astype(np.uint8)
+        np.testing.assert_array_equal(LR.poisson_levels(ours, levels, lam), theirs.poisson(lam[levels]))
+    assert _same_state(ours, theirs)
+
+
 # --------------------------------------------------------------------------- sampler routes
 
 
@@ -137,11 +166,6 @@ def test_disk_filter_errors_name_the_problem(args, error, message):
 def route(request, monkeypatch):
     monkeypatch.setenv(LR.SAMPLER_ENV, request.param)
     return request.param
-
-
-def _same_state(a: np.random.RandomState, b: np.random.RandomState) -> bool:
-    sa, sb = a.get_state(), b.get_state()
-    return bool(np.array_equal(sa[1], sb[1])) and sa[2:] == sb[2:]
 
 
 @pytest.mark.parametrize("spare", [False, True])

@@ -4,8 +4,9 @@ shot_noise draws ``rs.poisson(x * rate)`` for every value of the image. NumPy co
 every value, the constants of its sampler (a square root, logarithms, divisions or an
 exponential) and calls the Mersenne Twister through a function pointer. An 8-bit image has at
 most 256 distinct rates, so here the constants are computed once per grey level (with the same
-operations, hence the same float64 values) and the generator runs inline; the random stream
-and every accept/reject decision are unchanged, so the counts are identical to NumPy's and the
+operations, hence the same float64 values), and the generator's 53-bit doubles are made a block
+(624 words) at a time, vectorised, and taken in order; the random stream and every
+accept/reject decision are unchanged, so the counts are identical to NumPy's and the
 RandomState ends in the same state. The Gaussian noises draw ``rs.normal`` of the image's shape;
 the generator's blocks are tempered at once and turned into the polar method's candidate pairs
 in bulk (every candidate takes four words, accepted or not), so only the accepted pairs cost a
@@ -73,28 +74,6 @@ def _regenerate(key):  # pragma: no cover - compiled
     _twist(key, _N - 1, 0, _M - 1)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _next32(key, pos):  # pragma: no cover - compiled
-    # mt19937_next: one tempered word.
-    if pos >= _N:
-        _regenerate(key)
-        pos = 0
-    y = np.uint64(key[pos])
-    y ^= y >> np.uint64(11)
-    y ^= (y << np.uint64(7)) & _MASK_B
-    y ^= (y << np.uint64(15)) & _MASK_C
-    y ^= y >> np.uint64(18)
-    return y, pos + 1
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _next_double(key, pos):  # pragma: no cover - compiled
-    # mt19937_next_double: 53 random bits from two words.
-    a, pos = _next32(key, pos)
-    b, pos = _next32(key, pos)
-    return (np.float64(a >> np.uint64(5)) * 67108864.0 + np.float64(b >> np.uint64(6))) / 9007199254740992.0, pos
-
-
 @numba.njit(cache=True, nogil=True)
 def _loggam(x, coef):  # pragma: no cover - compiled
     # random_loggam.
@@ -113,6 +92,45 @@ def _loggam(x, coef):  # pragma: no cover - compiled
             gl -= math.log(x0 - 1.0)
             x0 -= 1.0
     return gl
+
+
+@numba.njit(cache=True, nogil=True)
+def _temper_into(key, start, dst, at):  # pragma: no cover - compiled
+    # dst[at + i] = the tempered word key[start + i], i = 0 .. 623 - start (mt19937_next's
+    # output for those positions), vectorised.
+    for i in range(_N - start):
+        y = np.uint64(key[start + i])
+        y ^= y >> np.uint64(11)
+        y ^= (y << np.uint64(7)) & _MASK_B
+        y ^= (y << np.uint64(15)) & _MASK_C
+        y ^= y >> np.uint64(18)
+        dst[at + i] = y
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_doubles(key, words, doubles, carried, first):  # pragma: no cover - compiled
+    # After words[0:carried] (0 or 1, left from the previous block): this block's words from
+    # position `first` on, tempered, then every mt19937_next_double they make, vectorised.
+    _temper_into(key, first, words, carried)
+    available = carried + _N - first
+    n_doubles = available // 2
+    for k in range(n_doubles):
+        a = np.int64(words[2 * k]) >> 5
+        b = np.int64(words[2 * k + 1]) >> 6
+        doubles[k] = (np.float64(a) * 67108864.0 + np.float64(b)) / 9007199254740992.0
+    return n_doubles, available
+
+
+@numba.njit(cache=True, nogil=True)
+def _next_block_doubles(key, words, doubles, n_doubles, available):  # pragma: no cover - compiled
+    # All doubles of the block taken and one more needed: carry an odd last word, regenerate
+    # the state (NumPy does so exactly when the next word is needed), fill again.
+    carried = available - 2 * n_doubles
+    if carried:
+        words[0] = words[2 * n_doubles]
+    _regenerate(key)
+    n_doubles, available = _fill_doubles(key, words, doubles, carried, 0)
+    return n_doubles, available, carried
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -142,6 +160,13 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
             log_invalpha[v] = math.log(1.1239 + 1.1328 / (pb[v] - 3.4))
             vr[v] = 0.9277 - 3.6224 / (pb[v] - 2)
     counts = np.empty(levels.shape[0], np.int64)
+    # The doubles of the stream, a block at a time (see _fill_doubles): di is the next one,
+    # n_doubles how many the block made; `first` the block position they start from.
+    words = np.empty(_N + 2, np.uint32)
+    doubles = np.empty(_N // 2 + 1)
+    first, carried = pos, 0
+    n_doubles, available = _fill_doubles(key, words, doubles, carried, first)
+    di = 0
     for i in range(levels.shape[0]):
         v = levels[i]
         lv = lam[v]
@@ -149,9 +174,16 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
             a = pa[v]
             b = pb[v]
             while True:
-                u, pos = _next_double(key, pos)
-                u -= 0.5
-                w, pos = _next_double(key, pos)
+                if di >= n_doubles:
+                    n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+                    first, di = 0, 0
+                u = doubles[di] - 0.5
+                di += 1
+                if di >= n_doubles:
+                    n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+                    first, di = 0, 0
+                w = doubles[di]
+                di += 1
                 us = 0.5 - abs(u)
                 t = math.floor((2 * a / us + b) * u + lv + 0.43)
                 if not abs(t) < 9.2e18:
@@ -173,27 +205,19 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
             x = 0
             prod = 1.0
             while True:
-                u, pos = _next_double(key, pos)
-                prod *= u
+                if di >= n_doubles:
+                    n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+                    first, di = 0, 0
+                prod *= doubles[di]
+                di += 1
                 if prod > enlam[v]:
                     x += 1
                 else:
                     break
             counts[i] = x
-    return counts, pos
-
-
-@numba.njit(cache=True, nogil=True)
-def _temper_into(key, start, dst, at):  # pragma: no cover - compiled
-    # dst[at + i] = the tempered word key[start + i], i = 0 .. 623 - start (mt19937_next's
-    # output for those positions), vectorised.
-    for i in range(_N - start):
-        y = np.uint64(key[start + i])
-        y ^= y >> np.uint64(11)
-        y ^= (y << np.uint64(7)) & _MASK_B
-        y ^= (y << np.uint64(15)) & _MASK_C
-        y ^= y >> np.uint64(18)
-        dst[at + i] = y
+    # A block is refilled only when a double of it is taken, so the state is the current
+    # block at the word after the last double taken.
+    return counts, first + 2 * di - carried
 
 
 @numba.njit(cache=True, nogil=True)
