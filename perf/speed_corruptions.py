@@ -344,13 +344,14 @@ def main(argv: list[str] | None = None) -> int:
     images = {f"{w}x{h}": bench_image(w, h) for w, h in parse_sizes(args.sizes)}
     _single_thread_here()
     cpu = cpu_model()
-    from robustlab.corruptions._legacy_random import SAMPLER_ENV, sampler_route
+    from robustlab.corruptions._legacy_random import KINDS, SAMPLER_ENV, sampler_route
 
-    routes = {kind: sampler_route(kind) for kind in ("normal", "poisson")}
+    routes = {kind: sampler_route(kind) for kind in KINDS}
     print(f"CPU: {cpu}, {os.cpu_count()} cores, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"{len(names)} corruptions x {len(SEVERITIES)} severities at {', '.join(images)}; at least "
           f"{args.repeat} (robustlab) / {args.reference_repeat} (reference) calls and {args.min_time} s per cell; "
-          f"one thread each; robustlab's legacy samplers: normal {routes['normal']}, poisson {routes['poisson']} "
+          f"one thread each; robustlab's legacy samplers: "
+          f"{', '.join(f'{kind} {route}' for kind, route in routes.items())} "
           f"({SAMPLER_ENV}={os.environ.get(SAMPLER_ENV, 'auto')})", flush=True)
 
     t0 = time.perf_counter()

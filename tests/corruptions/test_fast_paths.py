@@ -4,9 +4,9 @@
   (OpenCV's DFT route) with exact integer tap sums: the float value must agree with OpenCV's to
   rounding error, and the uint8 output must be identical, including flat regions of every
   grey level (where the value sits closest to the truncation points).
-- ``_legacy_random.normal`` / ``poisson_levels`` draw a Mersenne Twister block at a time: from
+- ``_legacy_random.normal`` / ``poisson_levels`` / ``uniform`` draw a Mersenne Twister block at a time: from
   any position of the stream they must give NumPy's numbers and NumPy's final state.
-- ``_legacy_random.draw_normal`` / ``draw_poisson_levels`` take the compiled copy or NumPy's
+- ``_legacy_random.draw_normal`` / ``draw_poisson_levels`` / ``draw_uniform`` take the compiled copy or NumPy's
   own sampler, whichever this process measured faster: both routes must give NumPy's numbers
   and leave the generator in NumPy's state, and so must the noise kernels built on them.
 """
@@ -142,7 +142,7 @@ def test_disk_filter_errors_name_the_problem(args, error, message):
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), skip=st.integers(0, 1300), size=st.integers(0, 4000),
-       kind=st.sampled_from(["normal", "poisson"]))
+       kind=st.sampled_from(["normal", "poisson", "uniform"]))
 def test_compiled_draws_start_anywhere_in_the_stream(seed, skip, size, kind):
     # The compiled copies take the Mersenne Twister a block (624 words) at a time: whatever the
     # position they start from (odd after 32-bit draws, at or near a block's end) and however
@@ -152,6 +152,8 @@ def test_compiled_draws_start_anywhere_in_the_stream(seed, skip, size, kind):
         rs.randint(0, 2**31, size=skip)  # one 32-bit word per value
     if kind == "normal":
         np.testing.assert_array_equal(LR.normal(ours, (size,), 0.1, 0.7), theirs.normal(0.1, 0.7, size=size))
+    elif kind == "uniform":
+        np.testing.assert_array_equal(LR.uniform(ours, (size,)), theirs.random_sample(size))
     else:
         lam = np.concatenate([[0.0], np.random.default_rng(seed % 997).uniform(0, 40, 255)])
         levels = np.random.default_rng(seed).integers(0, 256, size).astype(np.uint8)
@@ -179,6 +181,14 @@ def test_draw_normal_is_numpys_on_both_routes(route, spare):
     assert _same_state(ours, theirs)
 
 
+def test_draw_uniform_is_numpys_on_both_routes(route):
+    ours, theirs = np.random.RandomState(5), np.random.RandomState(5)
+    ours.randint(0, 9, size=3)
+    theirs.randint(0, 9, size=3)
+    np.testing.assert_array_equal(LR.draw_uniform(ours, (21, 40, 3)), theirs.random_sample((21, 40, 3)))
+    assert _same_state(ours, theirs)
+
+
 def test_draw_poisson_levels_is_numpys_on_both_routes(route):
     img = np.random.default_rng(1).integers(0, 256, (29, 31, 3), dtype=np.uint8)
     lam = (np.arange(256, dtype=np.uint8) / 255.0) * 25
@@ -187,7 +197,7 @@ def test_draw_poisson_levels_is_numpys_on_both_routes(route):
     assert _same_state(ours, theirs)
 
 
-@pytest.mark.parametrize("name", ["gaussian_noise", "shot_noise", "speckle_noise", "snow", "spatter"])
+@pytest.mark.parametrize("name", ["gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "snow", "spatter"])
 def test_noise_kernels_are_the_same_on_both_routes(name, monkeypatch):
     img = np.random.default_rng(2).integers(0, 256, (40, 44, 3), dtype=np.uint8)
     outs = []
@@ -200,15 +210,34 @@ def test_noise_kernels_are_the_same_on_both_routes(name, monkeypatch):
 def test_auto_route_is_measured_once(monkeypatch):
     monkeypatch.delenv(LR.SAMPLER_ENV, raising=False)
     monkeypatch.setattr(LR, "_measured", {})
-    first = {kind: LR.sampler_route(kind) for kind in ("normal", "poisson")}
+    first = {kind: LR.sampler_route(kind) for kind in LR.KINDS}
     assert set(first.values()) <= {"compiled", "numpy"}
     assert LR._measured == first  # kept: later calls do not time again
     assert {kind: LR.sampler_route(kind) for kind in first} == first
 
 
 def test_sampler_route_rejects_bad_settings(monkeypatch):
-    with pytest.raises(ValueError, match="'normal' or 'poisson'"):
-        LR.sampler_route("uniform")
+    with pytest.raises(ValueError, match="kind must be one of 'normal', 'poisson', 'uniform'"):
+        LR.sampler_route("gamma")
     monkeypatch.setenv(LR.SAMPLER_ENV, "fastest")
     with pytest.raises(ValueError, match="ROBUSTLAB_LEGACY_SAMPLER must be one of auto, compiled, numpy"):
         LR.sampler_route("normal")
+
+
+# --------------------------------------------------------------------------- zoom by exactly 1
+
+
+@pytest.mark.parametrize("centred", [False, True])
+def test_zoom_by_one_adds_the_image_itself(centred):
+    # zoom blur's first factor is exactly 1: scipy's bilinear zoom then returns every pixel
+    # times 1 * 1 plus three products with a zero weight, i.e. the pixel; the shortcut adds
+    # the pixels directly and must agree with scipy and with the bilinear loop.
+    from scipy.ndimage import zoom
+
+    from robustlab.corruptions import _kernels as K
+
+    x = np.random.default_rng(6).random((37, 45, 3)).astype(np.float32)
+    np.testing.assert_array_equal(K.zoom_sum(x, [1.0], centred=centred), x)
+    np.testing.assert_array_equal(K.clipped_zoom(x, 1.0, centred=centred), zoom(x, (1.0, 1.0, 1), order=1))
+    both = K.zoom_sum(x, [1.0, 1.07], centred=centred)
+    np.testing.assert_array_equal(both, x + K.clipped_zoom(x, 1.07, centred=centred))

@@ -1,4 +1,4 @@
-"""NumPy's legacy ``RandomState.poisson`` and ``.normal`` for images, compiled: the same draws, faster.
+"""NumPy's legacy ``RandomState.poisson``, ``.normal`` and ``.random_sample`` for images, compiled: the same draws, faster.
 
 shot_noise draws ``rs.poisson(x * rate)`` for every value of the image. NumPy computes, for
 every value, the constants of its sampler (a square root, logarithms, divisions or an
@@ -18,7 +18,10 @@ below 10, Hoermann's transformed rejection (PTRS) from 10 on, with ``random_logg
 ``legacy_gauss`` / ``legacy_normal``. A RandomState on another bit generator than MT19937 is
 served by NumPy itself.
 
-Which one runs: :func:`draw_normal` and :func:`draw_poisson_levels` (what the kernels call) use
+``RandomState.random_sample`` (impulse noise's uniforms) is the same block-wise stream of doubles.
+
+Which one runs: :func:`draw_normal`, :func:`draw_poisson_levels` and :func:`draw_uniform` (what
+the kernels call) use
 the compiled copy unless NumPy's own sampler measured clearly faster in this process
 (:func:`sampler_route`: both are timed once, on a scratch generator, at first use; about 10 ms).
 Both give the same numbers and leave ``rs`` in the same state, so the choice never changes a
@@ -37,8 +40,8 @@ import time
 import numba
 import numpy as np
 
-__all__ = ["ROUTES", "SAMPLER_ENV", "draw_normal", "draw_poisson_levels", "normal", "poisson_levels",
-           "sampler_route"]
+__all__ = ["KINDS", "ROUTES", "SAMPLER_ENV", "draw_normal", "draw_poisson_levels", "draw_uniform", "normal",
+           "poisson_levels", "sampler_route", "uniform"]
 
 _N, _M = 624, 397
 # Unsigned 64-bit constants: numba keeps every MT19937 expression in uint64 (mixing signed and
@@ -131,6 +134,28 @@ def _next_block_doubles(key, words, doubles, n_doubles, available):  # pragma: n
     _regenerate(key)
     n_doubles, available = _fill_doubles(key, words, doubles, carried, 0)
     return n_doubles, available, carried
+
+
+@numba.njit(cache=True, nogil=True)
+def _uniform_fill(out, key, pos):  # pragma: no cover - compiled
+    # out[i] = mt19937_next_double() in order (random_sample), a block of doubles at a time.
+    words = np.empty(_N + 2, np.uint32)
+    doubles = np.empty(_N // 2 + 1)
+    first, carried = pos, 0
+    n_doubles, available = _fill_doubles(key, words, doubles, carried, first)
+    di = 0
+    i = 0
+    n = out.shape[0]
+    while i < n:
+        if di >= n_doubles:
+            n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+            first, di = 0, 0
+        take = min(n - i, n_doubles - di)
+        for t in range(take):
+            out[i + t] = doubles[di + t]
+        i += take
+        di += take
+    return first + 2 * di - carried
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -318,6 +343,18 @@ def normal(rs: np.random.RandomState, shape: tuple[int, ...], loc: float = 0.0, 
     return out.reshape(shape)
 
 
+def uniform(rs: np.random.RandomState, shape: tuple[int, ...]) -> np.ndarray:
+    """``rs.random_sample(shape)``: the same values in [0, 1), and ``rs`` advanced the same way."""
+    state = _mt_state(rs)
+    if state is None:
+        return rs.random_sample(shape)
+    key, pos, has_gauss, gauss = state
+    out = np.empty(int(np.prod(shape)), np.float64)
+    pos = _uniform_fill(out, key, pos)
+    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return out.reshape(shape)
+
+
 def poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """``rs.poisson(lam[levels])``: the same counts, and ``rs`` advanced the same way.
 
@@ -352,6 +389,8 @@ def poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarra
 
 # --------------------------------------------------------------------------- route per CPU
 
+#: The samplers with two routes: :func:`draw_normal`, :func:`draw_poisson_levels`, :func:`draw_uniform`.
+KINDS = ("normal", "poisson", "uniform")
 #: Environment variable fixing the route of :func:`draw_normal` / :func:`draw_poisson_levels`.
 SAMPLER_ENV = "ROBUSTLAB_LEGACY_SAMPLER"
 #: Its values: ``auto`` (default: the faster, measured once per process), ``compiled``, ``numpy``.
@@ -371,6 +410,9 @@ def _calibration_calls(kind: str):
     if kind == "normal":
         return (lambda: normal(compiled_rs, (_CALIBRATION_SIZE,), 0.0, 0.1),
                 lambda: numpy_rs.normal(0.0, 0.1, size=_CALIBRATION_SIZE))
+    if kind == "uniform":
+        return (lambda: uniform(compiled_rs, (_CALIBRATION_SIZE,)),
+                lambda: numpy_rs.random_sample(_CALIBRATION_SIZE))
     # shot_noise's rates: grey levels 0..255 at 12 photons per unit (both of NumPy's methods).
     levels = np.random.RandomState(7).randint(0, 256, _CALIBRATION_SIZE).astype(np.uint8)
     lam = (np.arange(256, dtype=np.uint8) / 255.0) * 12
@@ -393,13 +435,14 @@ def _measure(kind: str) -> str:
 
 
 def sampler_route(kind: str) -> str:
-    """``"compiled"`` or ``"numpy"``: the route :func:`draw_normal` (``kind="normal"``) or
-    :func:`draw_poisson_levels` (``kind="poisson"``) takes in this process.
+    """``"compiled"`` or ``"numpy"``: the route :func:`draw_normal` (``kind="normal"``),
+    :func:`draw_poisson_levels` (``"poisson"``) or :func:`draw_uniform` (``"uniform"``) takes in
+    this process.
 
     Set by :data:`SAMPLER_ENV`, else measured at the first call and kept.
     """
-    if kind not in ("normal", "poisson"):
-        raise ValueError(f"kind must be 'normal' or 'poisson'; got {kind!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
     mode = os.environ.get(SAMPLER_ENV, "auto").strip().lower() or "auto"
     if mode not in ROUTES:
         raise ValueError(f"{SAMPLER_ENV} must be one of {', '.join(ROUTES)}; got {mode!r}")
@@ -435,3 +478,16 @@ def draw_poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.n
     if sampler_route("poisson") == "compiled":
         return poisson_levels(rs, levels, lam)
     return rs.poisson(np.asarray(lam, dtype=np.float64)[np.asarray(levels)])
+
+
+def draw_uniform(rs: np.random.RandomState, shape: tuple[int, ...]) -> np.ndarray:
+    """``rs.random_sample(shape)`` by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        float64 in [0, 1) of ``shape``; the same values and final state of ``rs`` either way.
+    """
+    if sampler_route("uniform") == "compiled":
+        return uniform(rs, shape)
+    return rs.random_sample(shape)

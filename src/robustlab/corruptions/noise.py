@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from ._kernels import severity_param, unit_float, unit_value_to_uint8
-from ._legacy_random import draw_normal, draw_poisson_levels
+from ._legacy_random import draw_normal, draw_poisson_levels, draw_uniform
 from .registry import register
 
 #: Standard deviation of the additive noise, in units of the [0, 1] intensity range.
@@ -130,7 +130,7 @@ def impulse_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, p
     """
     amount = severity_param(IMPULSE_AMOUNT, profile, severity)
     image = np.ascontiguousarray(image)
-    return _salt_and_pepper(image, rs.random_sample(image.shape), float(amount))
+    return _salt_and_pepper(image, draw_uniform(rs, image.shape), float(amount))
 
 
 @register("speckle_noise", group="noise", benchmark=False)
