@@ -4,9 +4,9 @@
   (OpenCV's DFT route) with exact integer tap sums: the float value must agree with OpenCV's to
   rounding error, and the uint8 output must be identical, including flat regions of every
   grey level (where the value sits closest to the truncation points).
-- ``_legacy_random.normal`` / ``poisson_levels`` / ``uniform`` draw a Mersenne Twister block at a time: from
+- ``_legacy_random.normal`` / ``poisson_levels`` / ``uniform`` / ``randint`` draw a Mersenne Twister block at a time: from
   any position of the stream they must give NumPy's numbers and NumPy's final state.
-- ``_legacy_random.draw_normal`` / ``draw_poisson_levels`` / ``draw_uniform`` take the compiled copy or NumPy's
+- ``_legacy_random.draw_normal`` / ``draw_poisson_levels`` / ``draw_uniform`` / ``draw_randint`` take the compiled copy or NumPy's
   own sampler, whichever this process measured faster: both routes must give NumPy's numbers
   and leave the generator in NumPy's state, and so must the noise kernels built on them.
 """
@@ -142,7 +142,7 @@ def test_disk_filter_errors_name_the_problem(args, error, message):
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), skip=st.integers(0, 1300), size=st.integers(0, 4000),
-       kind=st.sampled_from(["normal", "poisson", "uniform"]))
+       kind=st.sampled_from(["normal", "poisson", "uniform", "randint"]))
 def test_compiled_draws_start_anywhere_in_the_stream(seed, skip, size, kind):
     # The compiled copies take the Mersenne Twister a block (624 words) at a time: whatever the
     # position they start from (odd after 32-bit draws, at or near a block's end) and however
@@ -154,6 +154,12 @@ def test_compiled_draws_start_anywhere_in_the_stream(seed, skip, size, kind):
         np.testing.assert_array_equal(LR.normal(ours, (size,), 0.1, 0.7), theirs.normal(0.1, 0.7, size=size))
     elif kind == "uniform":
         np.testing.assert_array_equal(LR.uniform(ours, (size,)), theirs.random_sample(size))
+    elif kind == "randint":  # glass blur's ranges: spans 1..7 (7 of them with rejections), and wider
+        low = -(seed % 5)
+        high = low + [1, 2, 3, 6, 7, 8, 1000, 2**20 + 3][seed % 8]
+        got, want = LR.randint(ours, low, high, (size,)), theirs.randint(low, high, size=size)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
     else:
         lam = np.concatenate([[0.0], np.random.default_rng(seed % 997).uniform(0, 40, 255)])
         levels = np.random.default_rng(seed).integers(0, 256, size).astype(np.uint8)
@@ -189,6 +195,15 @@ def test_draw_uniform_is_numpys_on_both_routes(route):
     assert _same_state(ours, theirs)
 
 
+def test_draw_randint_is_numpys_on_both_routes(route):
+    ours, theirs = np.random.RandomState(6), np.random.RandomState(6)
+    for d in (1, 2, 3, 4):  # glass blur's offsets [-d, d)
+        np.testing.assert_array_equal(LR.draw_randint(ours, -d, d, (17, 30, 2)), theirs.randint(-d, d, size=(17, 30, 2)))
+    assert _same_state(ours, theirs)
+    with pytest.raises(ValueError, match="low < high"):
+        LR.randint(ours, 3, 3, (2,))
+
+
 def test_draw_poisson_levels_is_numpys_on_both_routes(route):
     img = np.random.default_rng(1).integers(0, 256, (29, 31, 3), dtype=np.uint8)
     lam = (np.arange(256, dtype=np.uint8) / 255.0) * 25
@@ -197,7 +212,8 @@ def test_draw_poisson_levels_is_numpys_on_both_routes(route):
     assert _same_state(ours, theirs)
 
 
-@pytest.mark.parametrize("name", ["gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "snow", "spatter"])
+@pytest.mark.parametrize("name", ["gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "snow", "spatter",
+                                  "glass_blur"])
 def test_noise_kernels_are_the_same_on_both_routes(name, monkeypatch):
     img = np.random.default_rng(2).integers(0, 256, (40, 44, 3), dtype=np.uint8)
     outs = []

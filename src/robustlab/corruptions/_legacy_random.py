@@ -18,10 +18,12 @@ below 10, Hoermann's transformed rejection (PTRS) from 10 on, with ``random_logg
 ``legacy_gauss`` / ``legacy_normal``. A RandomState on another bit generator than MT19937 is
 served by NumPy itself.
 
-``RandomState.random_sample`` (impulse noise's uniforms) is the same block-wise stream of doubles.
+``RandomState.random_sample`` (impulse noise's uniforms) is the same block-wise stream of doubles,
+and ``RandomState.randint`` below 2**32 values (glass blur's offsets) NumPy's masked rejection
+on the block's words.
 
-Which one runs: :func:`draw_normal`, :func:`draw_poisson_levels` and :func:`draw_uniform` (what
-the kernels call) use
+Which one runs: :func:`draw_normal`, :func:`draw_poisson_levels`, :func:`draw_uniform` and
+:func:`draw_randint` (what the kernels call) use
 the compiled copy unless NumPy's own sampler measured clearly faster in this process
 (:func:`sampler_route`: both are timed once, on a scratch generator, at first use; about 10 ms).
 Both give the same numbers and leave ``rs`` in the same state, so the choice never changes a
@@ -40,8 +42,8 @@ import time
 import numba
 import numpy as np
 
-__all__ = ["KINDS", "ROUTES", "SAMPLER_ENV", "draw_normal", "draw_poisson_levels", "draw_uniform", "normal",
-           "poisson_levels", "sampler_route", "uniform"]
+__all__ = ["KINDS", "ROUTES", "SAMPLER_ENV", "draw_normal", "draw_poisson_levels", "draw_randint", "draw_uniform",
+           "normal", "poisson_levels", "randint", "sampler_route", "uniform"]
 
 _N, _M = 624, 397
 # Unsigned 64-bit constants: numba keeps every MT19937 expression in uint64 (mixing signed and
@@ -156,6 +158,31 @@ def _uniform_fill(out, key, pos):  # pragma: no cover - compiled
         i += take
         di += take
     return first + 2 * di - carried
+
+
+@numba.njit(cache=True, nogil=True)
+def _masked_fill(out, low, span, mask, key, pos):  # pragma: no cover - compiled
+    # out[i] = low + v, v = the next tempered word & mask, words with v > span skipped
+    # (buffered_bounded_masked_uint32: NumPy's legacy randint below 2**32 values), words
+    # tempered a block at a time. Returns the state's position after the last word taken.
+    words = np.empty(_N, np.uint32)
+    first = pos
+    _temper_into(key, first, words, 0)
+    available = _N - first
+    t = 0
+    i = 0
+    n = out.shape[0]
+    while i < n:
+        if t >= available:
+            _regenerate(key)
+            _temper_into(key, 0, words, 0)
+            first, t, available = 0, 0, _N
+        v = np.int64(words[t]) & mask
+        t += 1
+        if v <= span:
+            out[i] = low + v
+            i += 1
+    return first + t
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -343,6 +370,30 @@ def normal(rs: np.random.RandomState, shape: tuple[int, ...], loc: float = 0.0, 
     return out.reshape(shape)
 
 
+def randint(rs: np.random.RandomState, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``rs.randint(low, high, size=shape)`` (int64): the same values, ``rs`` advanced the same way.
+
+    NumPy's legacy masked rejection for ranges below 2**32 values (one 32-bit word per try);
+    wider ranges, and generators other than MT19937, are served by NumPy itself.
+    """
+    low, high = int(low), int(high)
+    if high <= low:
+        raise ValueError(f"randint needs low < high; got {low}, {high}")
+    span = high - 1 - low
+    state = _mt_state(rs) if span < 0xFFFFFFFF else None
+    if state is None:
+        return rs.randint(low, high, size=shape)
+    key, pos, has_gauss, gauss = state
+    out = np.empty(int(np.prod(shape)), np.int64)
+    if span == 0:  # NumPy draws nothing for a single value
+        out[:] = low
+        return out.reshape(shape)
+    mask = (1 << span.bit_length()) - 1
+    pos = _masked_fill(out, low, span, mask, key, pos)
+    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return out.reshape(shape)
+
+
 def uniform(rs: np.random.RandomState, shape: tuple[int, ...]) -> np.ndarray:
     """``rs.random_sample(shape)``: the same values in [0, 1), and ``rs`` advanced the same way."""
     state = _mt_state(rs)
@@ -389,8 +440,9 @@ def poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarra
 
 # --------------------------------------------------------------------------- route per CPU
 
-#: The samplers with two routes: :func:`draw_normal`, :func:`draw_poisson_levels`, :func:`draw_uniform`.
-KINDS = ("normal", "poisson", "uniform")
+#: The samplers with two routes: :func:`draw_normal`, :func:`draw_poisson_levels`,
+#: :func:`draw_uniform`, :func:`draw_randint`.
+KINDS = ("normal", "poisson", "uniform", "randint")
 #: Environment variable fixing the route of :func:`draw_normal` / :func:`draw_poisson_levels`.
 SAMPLER_ENV = "ROBUSTLAB_LEGACY_SAMPLER"
 #: Its values: ``auto`` (default: the faster, measured once per process), ``compiled``, ``numpy``.
@@ -413,6 +465,9 @@ def _calibration_calls(kind: str):
     if kind == "uniform":
         return (lambda: uniform(compiled_rs, (_CALIBRATION_SIZE,)),
                 lambda: numpy_rs.random_sample(_CALIBRATION_SIZE))
+    if kind == "randint":  # glass blur's offsets at severity 4: [-3, 3), a quarter of the tries rejected
+        return (lambda: randint(compiled_rs, -3, 3, (_CALIBRATION_SIZE,)),
+                lambda: numpy_rs.randint(-3, 3, size=_CALIBRATION_SIZE))
     # shot_noise's rates: grey levels 0..255 at 12 photons per unit (both of NumPy's methods).
     levels = np.random.RandomState(7).randint(0, 256, _CALIBRATION_SIZE).astype(np.uint8)
     lam = (np.arange(256, dtype=np.uint8) / 255.0) * 12
@@ -436,8 +491,8 @@ def _measure(kind: str) -> str:
 
 def sampler_route(kind: str) -> str:
     """``"compiled"`` or ``"numpy"``: the route :func:`draw_normal` (``kind="normal"``),
-    :func:`draw_poisson_levels` (``"poisson"``) or :func:`draw_uniform` (``"uniform"``) takes in
-    this process.
+    :func:`draw_poisson_levels` (``"poisson"``), :func:`draw_uniform` (``"uniform"``) or
+    :func:`draw_randint` (``"randint"``) takes in this process.
 
     Set by :data:`SAMPLER_ENV`, else measured at the first call and kept.
     """
@@ -491,3 +546,16 @@ def draw_uniform(rs: np.random.RandomState, shape: tuple[int, ...]) -> np.ndarra
     if sampler_route("uniform") == "compiled":
         return uniform(rs, shape)
     return rs.random_sample(shape)
+
+
+def draw_randint(rs: np.random.RandomState, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``rs.randint(low, high, size=shape)`` by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        int64 in [low, high) of ``shape``; the same values and final state of ``rs`` either way.
+    """
+    if sampler_route("randint") == "compiled":
+        return randint(rs, low, high, shape)
+    return rs.randint(low, high, size=shape)
