@@ -154,6 +154,7 @@ def test_compiled_draws_start_anywhere_in_the_stream(seed, skip, size, kind):
         np.testing.assert_array_equal(LR.normal(ours, (size,), 0.1, 0.7), theirs.normal(0.1, 0.7, size=size))
     elif kind == "uniform":
         np.testing.assert_array_equal(LR.uniform(ours, (size,)), theirs.random_sample(size))
+        np.testing.assert_array_equal(LR.uniform(ours, (size,), -1.07, 2.5), theirs.uniform(-1.07, 2.5, size=size))
     elif kind == "randint":  # glass blur's ranges: spans 1..7 (7 of them with rejections), and wider
         low = -(seed % 5)
         high = low + [1, 2, 3, 6, 7, 8, 1000, 2**20 + 3][seed % 8]
@@ -192,7 +193,11 @@ def test_draw_uniform_is_numpys_on_both_routes(route):
     ours.randint(0, 9, size=3)
     theirs.randint(0, 9, size=3)
     np.testing.assert_array_equal(LR.draw_uniform(ours, (21, 40, 3)), theirs.random_sample((21, 40, 3)))
+    np.testing.assert_array_equal(LR.draw_uniform(ours, (70, 90), -1.12, 1.12), theirs.uniform(-1.12, 1.12, (70, 90)))
+    np.testing.assert_array_equal(LR.draw_uniform(ours, (3, 4), 2.0, 5.0), theirs.uniform(2.0, 5.0, (3, 4)))
     assert _same_state(ours, theirs)
+    with pytest.raises(OverflowError, match="not finite"):
+        LR.uniform(ours, (2,), -1e308, 1e308)
 
 
 def test_draw_randint_is_numpys_on_both_routes(route):
@@ -213,7 +218,7 @@ def test_draw_poisson_levels_is_numpys_on_both_routes(route):
 
 
 @pytest.mark.parametrize("name", ["gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "snow", "spatter",
-                                  "glass_blur"])
+                                  "glass_blur", "elastic_transform"])
 def test_noise_kernels_are_the_same_on_both_routes(name, monkeypatch):
     img = np.random.default_rng(2).integers(0, 256, (40, 44, 3), dtype=np.uint8)
     outs = []

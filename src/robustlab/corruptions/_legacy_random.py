@@ -18,7 +18,8 @@ below 10, Hoermann's transformed rejection (PTRS) from 10 on, with ``random_logg
 ``legacy_gauss`` / ``legacy_normal``. A RandomState on another bit generator than MT19937 is
 served by NumPy itself.
 
-``RandomState.random_sample`` (impulse noise's uniforms) is the same block-wise stream of doubles,
+``RandomState.random_sample`` and ``.uniform`` (impulse noise's and elastic_transform's draws) are
+the same block-wise stream of doubles,
 and ``RandomState.randint`` below 2**32 values (glass blur's offsets) NumPy's masked rejection
 on the block's words.
 
@@ -139,8 +140,9 @@ def _next_block_doubles(key, words, doubles, n_doubles, available):  # pragma: n
 
 
 @numba.njit(cache=True, nogil=True)
-def _uniform_fill(out, key, pos):  # pragma: no cover - compiled
-    # out[i] = mt19937_next_double() in order (random_sample), a block of doubles at a time.
+def _uniform_fill(out, low, span, scaled, key, pos):  # pragma: no cover - compiled
+    # out[i] = mt19937_next_double() in order (random_sample), or low + span * it (scaled:
+    # legacy random_uniform), a block of doubles at a time.
     words = np.empty(_N + 2, np.uint32)
     doubles = np.empty(_N // 2 + 1)
     first, carried = pos, 0
@@ -153,8 +155,12 @@ def _uniform_fill(out, key, pos):  # pragma: no cover - compiled
             n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
             first, di = 0, 0
         take = min(n - i, n_doubles - di)
-        for t in range(take):
-            out[i + t] = doubles[di + t]
+        if scaled:
+            for t in range(take):
+                out[i + t] = low + span * doubles[di + t]
+        else:
+            for t in range(take):
+                out[i + t] = doubles[di + t]
         i += take
         di += take
     return first + 2 * di - carried
@@ -394,14 +400,22 @@ def randint(rs: np.random.RandomState, low: int, high: int, shape: tuple[int, ..
     return out.reshape(shape)
 
 
-def uniform(rs: np.random.RandomState, shape: tuple[int, ...]) -> np.ndarray:
-    """``rs.random_sample(shape)``: the same values in [0, 1), and ``rs`` advanced the same way."""
+def uniform(rs: np.random.RandomState, shape: tuple[int, ...], low: float | None = None,
+            high: float | None = None) -> np.ndarray:
+    """``rs.random_sample(shape)``, or ``rs.uniform(low, high, size=shape)`` when ``low`` and
+    ``high`` are given: the same float64 values, and ``rs`` advanced the same way."""
+    scaled = low is not None or high is not None
+    if scaled:
+        low, high = float(0.0 if low is None else low), float(1.0 if high is None else high)
+        span = high - low  # NumPy's range, then low + range * double
+        if not np.isfinite(span):
+            raise OverflowError(f"uniform range {low}..{high} is not finite")
     state = _mt_state(rs)
     if state is None:
-        return rs.random_sample(shape)
+        return rs.uniform(low, high, size=shape) if scaled else rs.random_sample(shape)
     key, pos, has_gauss, gauss = state
     out = np.empty(int(np.prod(shape)), np.float64)
-    pos = _uniform_fill(out, key, pos)
+    pos = _uniform_fill(out, low if scaled else 0.0, span if scaled else 1.0, scaled, key, pos)
     rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
     return out.reshape(shape)
 
@@ -463,8 +477,8 @@ def _calibration_calls(kind: str):
         return (lambda: normal(compiled_rs, (_CALIBRATION_SIZE,), 0.0, 0.1),
                 lambda: numpy_rs.normal(0.0, 0.1, size=_CALIBRATION_SIZE))
     if kind == "uniform":
-        return (lambda: uniform(compiled_rs, (_CALIBRATION_SIZE,)),
-                lambda: numpy_rs.random_sample(_CALIBRATION_SIZE))
+        return (lambda: uniform(compiled_rs, (_CALIBRATION_SIZE,), -0.5, 0.5),
+                lambda: numpy_rs.uniform(-0.5, 0.5, size=_CALIBRATION_SIZE))
     if kind == "randint":  # glass blur's offsets at severity 4: [-3, 3), a quarter of the tries rejected
         return (lambda: randint(compiled_rs, -3, 3, (_CALIBRATION_SIZE,)),
                 lambda: numpy_rs.randint(-3, 3, size=_CALIBRATION_SIZE))
@@ -535,17 +549,26 @@ def draw_poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.n
     return rs.poisson(np.asarray(lam, dtype=np.float64)[np.asarray(levels)])
 
 
-def draw_uniform(rs: np.random.RandomState, shape: tuple[int, ...]) -> np.ndarray:
-    """``rs.random_sample(shape)`` by the faster route (:func:`sampler_route`).
+#: Draws smaller than this go to NumPy directly (reading and writing the generator's state
+#: costs more than the draw saves).
+_SMALL_DRAW = 4096
+
+
+def draw_uniform(rs: np.random.RandomState, shape: tuple[int, ...], low: float | None = None,
+                 high: float | None = None) -> np.ndarray:
+    """``rs.random_sample(shape)``, or ``rs.uniform(low, high, size=shape)`` when ``low`` and
+    ``high`` are given, by the faster route (:func:`sampler_route`).
 
     Returns
     -------
     np.ndarray
-        float64 in [0, 1) of ``shape``; the same values and final state of ``rs`` either way.
+        float64 of ``shape``; the same values and final state of ``rs`` either way.
     """
-    if sampler_route("uniform") == "compiled":
-        return uniform(rs, shape)
-    return rs.random_sample(shape)
+    if int(np.prod(shape)) >= _SMALL_DRAW and sampler_route("uniform") == "compiled":
+        return uniform(rs, shape, low, high)
+    if low is None and high is None:
+        return rs.random_sample(shape)
+    return rs.uniform(0.0 if low is None else low, 1.0 if high is None else high, size=shape)
 
 
 def draw_randint(rs: np.random.RandomState, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
