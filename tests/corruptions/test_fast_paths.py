@@ -168,6 +168,28 @@ def test_compiled_draws_start_anywhere_in_the_stream(seed, skip, size, kind):
     assert _same_state(ours, theirs)
 
 
+@pytest.mark.parametrize("in_place", [True, False])
+def test_state_read_in_place_or_through_get_state(in_place, monkeypatch):
+    # The compiled draws reach the generator's state in place (NumPy's C struct, checked against
+    # its `state` property once); without that view they go through get/set_state. Either way:
+    # NumPy's numbers, NumPy's final state, including a cached Gaussian left by an odd draw.
+    if in_place:
+        assert LR._state_view(np.random.RandomState(0)) is not None
+    else:
+        monkeypatch.setattr(LR, "_view_matches", [False])
+        assert LR._state_view(np.random.RandomState(0)) is None
+    ours, theirs = np.random.RandomState(17), np.random.RandomState(17)
+    np.testing.assert_array_equal(LR.normal(ours, (7,), 0.0, 1.0), theirs.normal(0.0, 1.0, 7))  # spare kept
+    np.testing.assert_array_equal(LR.normal(ours, (5,), 1.0, 2.0), theirs.normal(1.0, 2.0, 5))  # spare used
+    np.testing.assert_array_equal(LR.uniform(ours, (9,), -2.0, 3.0), theirs.uniform(-2.0, 3.0, 9))
+    np.testing.assert_array_equal(LR.randint(ours, -3, 3, (11,)), theirs.randint(-3, 3, size=11))
+    lam = np.arange(256) / 10.0
+    levels = np.arange(0, 256, 3).astype(np.uint8)
+    np.testing.assert_array_equal(LR.poisson_levels(ours, levels, lam), theirs.poisson(lam[levels]))
+    assert _same_state(ours, theirs)
+    assert ours.normal() == theirs.normal()
+
+
 # --------------------------------------------------------------------------- sampler routes
 
 

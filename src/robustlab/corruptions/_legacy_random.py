@@ -36,6 +36,7 @@ machine, while on the machine of docs/corruptions-speed.md the compiled copies a
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import time
@@ -183,6 +184,13 @@ def _masked_fill(out, low, span, mask, key, pos):  # pragma: no cover - compiled
             _regenerate(key)
             _temper_into(key, 0, words, 0)
             first, t, available = 0, 0, _N
+        if mask == span:  # a power-of-two range: no word is rejected (vectorised)
+            take = min(n - i, available - t)
+            for j in range(take):
+                out[i + j] = low + (np.int64(words[t + j]) & mask)
+            i += take
+            t += take
+            continue
         v = np.int64(words[t]) & mask
         t += 1
         if v <= span:
@@ -364,13 +372,67 @@ def _mt_state(rs: np.random.RandomState):
             bool(state["has_gauss"]), float(state["gauss"]))
 
 
+#: Whether the in-place view of NumPy's MT19937 state matched its ``state`` property (checked
+#: at first use; None = not checked yet).
+_view_matches: list = [None]
+
+
+def _state_view(rs: np.random.RandomState) -> np.ndarray | None:
+    """A writable uint32 view of ``rs``'s MT19937 state in place: ``key[0:624]``, then ``pos``.
+
+    Reading and writing the state through ``get_state``/``set_state`` copies the 624 words one
+    by one (about 40 us each way, which a small draw notices); NumPy's C struct
+    ``mt19937_state {uint32 key[624]; int pos;}`` is reachable through the bit generator's
+    ctypes interface. None when ``rs`` is not on MT19937 or the layout does not check out
+    (compared once with the ``state`` property); callers then go through get/set_state.
+    """
+    bitgen = getattr(rs, "_bit_generator", None)
+    if _view_matches[0] is False or not isinstance(bitgen, np.random.MT19937):
+        return None
+    try:
+        address = bitgen.ctypes.state_address
+    except AttributeError:  # pragma: no cover - very old NumPy
+        _view_matches[0] = False
+        return None
+    view = np.ctypeslib.as_array((ctypes.c_uint32 * (_N + 1)).from_address(address))
+    if _view_matches[0] is None:
+        state = bitgen.state["state"]
+        _view_matches[0] = bool(np.array_equal(view[:_N], state["key"]) and int(view[_N]) == int(state["pos"]))
+        if not _view_matches[0]:  # pragma: no cover - a NumPy with another layout
+            return None
+    return view
+
+
+def _run_in_place(rs: np.random.RandomState, draw) -> bool:
+    """Call ``draw(key, pos) -> new pos`` on ``rs``'s state in place (under the bit generator's
+    lock); False, without calling, when only get/set_state can reach the state."""
+    view = _state_view(rs)
+    if view is None:
+        return False
+    with rs._bit_generator.lock:
+        view[_N] = draw(view[:_N], int(view[_N]))
+    return True
+
+
 def normal(rs: np.random.RandomState, shape: tuple[int, ...], loc: float = 0.0, scale: float = 1.0) -> np.ndarray:
     """``rs.normal(loc, scale, size=shape)``: the same values, and ``rs`` advanced the same way."""
+    out = np.empty(int(np.prod(shape)), np.float64)
+    view = _state_view(rs)
+    if view is not None:
+        # The cached Gaussian lives outside the bit generator: read through get_state, and
+        # written back only when the draw changes it.
+        _, _, _, has_gauss, gauss = rs.get_state(legacy=True)
+        with rs._bit_generator.lock:
+            pos, new_has, new_gauss = _gauss_fill(out, float(loc), float(scale), view[:_N], int(view[_N]),
+                                                  bool(has_gauss), float(gauss))
+            view[_N] = pos
+        if (bool(new_has), float(new_gauss)) != (bool(has_gauss), float(gauss)):
+            rs.set_state(("MT19937", np.array(view[:_N]), pos, int(new_has), new_gauss))
+        return out.reshape(shape)
     state = _mt_state(rs)
     if state is None:
         return rs.normal(loc, scale, size=shape)
     key, pos, has_gauss, gauss = state
-    out = np.empty(int(np.prod(shape)), np.float64)
     pos, has_gauss, gauss = _gauss_fill(out, float(loc), float(scale), key, pos, has_gauss, gauss)
     rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
     return out.reshape(shape)
@@ -386,17 +448,17 @@ def randint(rs: np.random.RandomState, low: int, high: int, shape: tuple[int, ..
     if high <= low:
         raise ValueError(f"randint needs low < high; got {low}, {high}")
     span = high - 1 - low
-    state = _mt_state(rs) if span < 0xFFFFFFFF else None
-    if state is None:
+    if span >= 0xFFFFFFFF or not isinstance(getattr(rs, "_bit_generator", None), np.random.MT19937):
         return rs.randint(low, high, size=shape)
-    key, pos, has_gauss, gauss = state
     out = np.empty(int(np.prod(shape)), np.int64)
     if span == 0:  # NumPy draws nothing for a single value
         out[:] = low
         return out.reshape(shape)
     mask = (1 << span.bit_length()) - 1
-    pos = _masked_fill(out, low, span, mask, key, pos)
-    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    if not _run_in_place(rs, lambda key, pos: _masked_fill(out, low, span, mask, key, pos)):
+        key, pos, has_gauss, gauss = _mt_state(rs)
+        pos = _masked_fill(out, low, span, mask, key, pos)
+        rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
     return out.reshape(shape)
 
 
@@ -410,13 +472,14 @@ def uniform(rs: np.random.RandomState, shape: tuple[int, ...], low: float | None
         span = high - low  # NumPy's range, then low + range * double
         if not np.isfinite(span):
             raise OverflowError(f"uniform range {low}..{high} is not finite")
-    state = _mt_state(rs)
-    if state is None:
+    if not isinstance(getattr(rs, "_bit_generator", None), np.random.MT19937):
         return rs.uniform(low, high, size=shape) if scaled else rs.random_sample(shape)
-    key, pos, has_gauss, gauss = state
     out = np.empty(int(np.prod(shape)), np.float64)
-    pos = _uniform_fill(out, low if scaled else 0.0, span if scaled else 1.0, scaled, key, pos)
-    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    args = (low, span) if scaled else (0.0, 1.0)
+    if not _run_in_place(rs, lambda key, pos: _uniform_fill(out, *args, scaled, key, pos)):
+        key, pos, has_gauss, gauss = _mt_state(rs)
+        pos = _uniform_fill(out, *args, scaled, key, pos)
+        rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
     return out.reshape(shape)
 
 
@@ -443,13 +506,21 @@ def poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarra
             and (levels.min() < 0 or levels.max() >= lam.shape[0]):
         raise IndexError(f"levels must index the {lam.shape[0]} rates; got values "
                          f"{levels.min()}..{levels.max()}")
-    state = _mt_state(rs)
-    if state is None:
+    if not isinstance(getattr(rs, "_bit_generator", None), np.random.MT19937):
         return rs.poisson(lam[levels])
-    key, pos, has_gauss, gauss = state
-    counts, pos = _draw(np.ascontiguousarray(levels).reshape(-1), lam, key, pos, _LOGGAM_COEF)
-    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
-    return counts.reshape(levels.shape)
+    flat = np.ascontiguousarray(levels).reshape(-1)
+    result = []
+
+    def draw(key, pos):
+        counts, pos = _draw(flat, lam, key, pos, _LOGGAM_COEF)
+        result.append(counts)
+        return pos
+
+    if not _run_in_place(rs, draw):
+        key, pos, has_gauss, gauss = _mt_state(rs)
+        pos = draw(key, pos)
+        rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return result[0].reshape(levels.shape)
 
 
 # --------------------------------------------------------------------------- route per CPU
