@@ -3,13 +3,14 @@
 Every kernel is ``kernel(image, severity, rs, profile) -> image``: uint8 HxWx3 in, uint8 HxWx3
 out, computed in float64 on ``image / 255.`` as both references do and truncated to uint8 at
 the end (``np.uint8``, no rounding). The noise is drawn from ``rs`` with the same calls, shapes
-and order as the references draw from the global ``np.random`` (shot noise's Poisson counts
-through a compiled copy of NumPy's sampler, :mod:`._legacy_random`, which makes the same draws
-from the same stream, or through NumPy itself where that measures faster), so a seeded RandomState gives bit-identical output to imagecorruptions
-1.1.2 (and to hendrycks' scripts at their nominal sizes) - except impulse_noise, whose
-reference draws from scikit-image's own unseeded generator: here it is reproducible from ``rs``
-and equal to the reference *in distribution* (every value independently: salt with probability
-amount/2, pepper with amount/2).
+and order as the references draw from the global ``np.random`` (through compiled copies of
+NumPy's samplers, :mod:`._legacy_random`, which make the same draws from the same stream and
+leave the same state, or through NumPy itself where that measures faster), so a seeded
+RandomState gives bit-identical output to imagecorruptions 1.1.2 (and to hendrycks' scripts at
+their nominal sizes) - except impulse_noise, whose reference draws from scikit-image's own
+unseeded generator: here it is reproducible from ``rs`` and equal to the reference *in
+distribution* (every value independently: salt with probability amount/2, pepper with
+amount/2).
 
 Profiles only change the severity tables (the formulas are the same in all four references);
 noise kernels work on any image size.
