@@ -1,36 +1,41 @@
-"""NumPy's legacy ``RandomState.poisson``, ``.normal`` and ``.random_sample`` for images, compiled: the same draws, faster.
+"""NumPy's legacy ``RandomState`` samplers for images, compiled: the same draws, faster.
 
-shot_noise draws ``rs.poisson(x * rate)`` for every value of the image. NumPy computes, for
-every value, the constants of its sampler (a square root, logarithms, divisions or an
-exponential) and calls the Mersenne Twister through a function pointer. An 8-bit image has at
-most 256 distinct rates, so here the constants are computed once per grey level (with the same
-operations, hence the same float64 values), and the generator's 53-bit doubles are made a block
-(624 words) at a time, vectorised, and taken in order; the random stream and every
-accept/reject decision are unchanged, so the counts are identical to NumPy's and the
-RandomState ends in the same state. The Gaussian noises draw ``rs.normal`` of the image's shape;
-the generator's blocks are tempered at once and turned into the polar method's candidate pairs
-in bulk (every candidate takes four words, accepted or not), so only the accepted pairs cost a
-logarithm; the second value of the last pair is kept for the next call, as NumPy keeps it.
+Covered: ``poisson`` (shot_noise), ``normal`` (gaussian and speckle noise, snow, spatter),
+``random_sample`` and ``uniform`` (impulse noise, elastic_transform) and ``randint`` below 2**32
+values (glass blur's offsets). Each makes the same draws from the same Mersenne Twister stream
+as NumPy and leaves the RandomState in the same state (key, position, cached Gaussian).
 
-The algorithms are NumPy's (``numpy/random/src``): MT19937 with 53-bit doubles
-(``mt19937_next_double``); ``random_poisson``: 0 for a rate of 0, the multiplication method
-below 10, Hoermann's transformed rejection (PTRS) from 10 on, with ``random_loggam``; and
-``legacy_gauss`` / ``legacy_normal``. A RandomState on another bit generator than MT19937 is
-served by NumPy itself.
+How they are faster:
 
-``RandomState.random_sample`` and ``.uniform`` (impulse noise's and elastic_transform's draws) are
-the same block-wise stream of doubles,
-and ``RandomState.randint`` below 2**32 values (glass blur's offsets) NumPy's masked rejection
-on the block's words.
+- The generator is run a block (624 words) at a time: the block is regenerated when NumPy
+  would regenerate it (when its next word is needed), tempered at once and, for the
+  floating-point samplers, turned into 53-bit doubles at once (``mt19937_next_double``),
+  vectorised; the samplers then take words or doubles in order.
+- poisson: an 8-bit image has at most 256 distinct rates, so the constants of NumPy's sampler
+  (a square root, logarithms, divisions, an exponential) are computed once per grey level,
+  with the same operations, hence the same float64 values.
+- normal: every candidate pair of the polar method takes four words whether accepted or not,
+  so a whole block is turned into candidates at once, the accepted ones are listed without
+  branches, and only they reach the logarithm; the second value of the last pair is kept for
+  the next call, as NumPy keeps it.
+- The state is read and written in place (NumPy's C struct, through the bit generator's ctypes
+  interface, checked once against its ``state`` property) instead of through
+  ``get_state``/``set_state``, which copy the 624 words one at a time (about 40 us each way).
+
+The algorithms are NumPy's (``numpy/random/src``): MT19937 with 53-bit doubles;
+``random_poisson``: 0 for a rate of 0, the multiplication method below 10, Hoermann's
+transformed rejection (PTRS) from 10 on, with ``random_loggam``; ``legacy_gauss`` /
+``legacy_normal``; ``random_uniform`` (low + range * double); ``buffered_bounded_masked_uint32``.
+A RandomState on another bit generator than MT19937 is served by NumPy itself.
 
 Which one runs: :func:`draw_normal`, :func:`draw_poisson_levels`, :func:`draw_uniform` and
-:func:`draw_randint` (what the kernels call) use
-the compiled copy unless NumPy's own sampler measured clearly faster in this process
-(:func:`sampler_route`: both are timed once, on a scratch generator, at first use; about 10 ms).
-Both give the same numbers and leave ``rs`` in the same state, so the choice never changes a
-result, only the time. It exists because the speed of the two differs by CPU: issue 21
-reports NumPy's normal at twice the speed of the (then per-value) compiled copy on one AMD EPYC
-machine, while on the machine of docs/corruptions-speed.md the compiled copies are the faster.
+:func:`draw_randint` (what the kernels call) use the compiled copy unless NumPy's own sampler
+measured clearly faster in this process (:func:`sampler_route`: both are timed once, on a
+scratch generator, at first use; about 10 ms). Both give the same numbers and leave ``rs`` in
+the same state, so the choice never changes a result, only the time. It exists because the
+speed of the two differs by CPU: issue 21 reports NumPy's normal at twice the speed of the
+(then value-by-value) compiled copy on one AMD EPYC machine, while on the machine of
+docs/corruptions-speed.md the compiled copies are the faster.
 ``ROBUSTLAB_LEGACY_SAMPLER=compiled`` or ``=numpy`` fixes the route (benchmarks, tests).
 """
 
