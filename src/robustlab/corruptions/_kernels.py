@@ -288,14 +288,26 @@ def _bilinear_add(src, out, ylo, yhi, wy0, wy1, xlo, xhi, wx0, wx1, narrow):  # 
     left = np.empty((src.shape[0], length), src.dtype)
     right = np.empty((src.shape[0], length), src.dtype)
     for r in range(src.shape[0]):
+        row = src[r]
         lr = left[r]
         rr = right[r]
-        for x in range(w):
-            c0 = xlo[x]
-            c1 = xhi[x]
-            for k in range(c):
-                lr[x * c + k] = src[r, c0, k]
-                rr[x * c + k] = src[r, c1, k]
+        if c == 3:  # colour images: straight-line copies (twice as fast as the channel loop)
+            for x in range(w):
+                c0 = xlo[x]
+                c1 = xhi[x]
+                lr[3 * x] = row[c0, 0]
+                lr[3 * x + 1] = row[c0, 1]
+                lr[3 * x + 2] = row[c0, 2]
+                rr[3 * x] = row[c1, 0]
+                rr[3 * x + 1] = row[c1, 1]
+                rr[3 * x + 2] = row[c1, 2]
+        else:
+            for x in range(w):
+                c0 = xlo[x]
+                c1 = xhi[x]
+                for k in range(c):
+                    lr[x * c + k] = row[c0, k]
+                    rr[x * c + k] = row[c1, k]
     b0 = np.empty(length)
     b1 = np.empty(length)
     for x in range(w):
