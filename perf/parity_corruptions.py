@@ -22,6 +22,7 @@ Usage::
     python perf/parity_corruptions.py --json parity.json --timing
     python perf/parity_corruptions.py --write-golden tests/fixtures/corruptions/golden.npz
     python perf/parity_corruptions.py --write-small-golden tests/fixtures/corruptions/small_golden.npz
+    python perf/parity_corruptions.py --write-defocus-kernels tests/fixtures/corruptions/defocus_kernels.npz
     python perf/parity_corruptions.py --imagemagick-motion  # hendrycks' Wand route (optional)
 
 Exit status 1 when a target is missed.
@@ -336,6 +337,42 @@ def write_small_golden(path: Path) -> None:
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB, {len(jobs)} outputs)")
 
 
+# Runs in the reference environment: imagecorruptions' own disk() for every (radius, alias blur).
+_DISK_WRITER = r"""
+import json, sys
+import numpy as np
+import cv2
+from imagecorruptions.corruptions import disk
+params = json.loads(sys.argv[2])
+np.savez_compressed(sys.argv[1], opencv=np.frombuffer(cv2.__version__.encode(), dtype=np.uint8),
+                    **{f"{r}_{a}": disk(radius=r, alias_blur=a) for r, a in params})
+"""
+
+
+def write_defocus_kernels(path: Path) -> None:
+    """Save the reference's defocus disks (imagecorruptions' ``disk``, the reference env's OpenCV)
+    for every (radius, alias blur) of every profile's table, keys ``<radius>_<alias blur>``."""
+    import subprocess
+    import tempfile
+
+    from robustlab.corruptions.blur import DEFOCUS
+
+    params = sorted({p for table in DEFOCUS.values() for p in table})
+    python = ensure_refenv()
+    with tempfile.TemporaryDirectory(prefix="robustlab-disk-") as tmp:
+        script = Path(tmp) / "disk.py"
+        script.write_text(_DISK_WRITER)
+        out = Path(tmp) / "kernels.npz"
+        proc = subprocess.run([str(python), str(script), str(out), json.dumps(params)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the reference run failed:\n{proc.stderr[-3000:]}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp_path = path.with_name(path.name + ".tmp.npz")
+        tmp_path.write_bytes(out.read_bytes())
+        tmp_path.replace(path)
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB, {len(params)} kernels)")
+
+
 # --------------------------------------------------------------------------- CLI
 
 def main(argv: list[str] | None = None) -> int:
@@ -357,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="write reference outputs for the golden tests and exit")
     parser.add_argument("--write-small-golden", type=Path, metavar="NPZ",
                         help="write the small-size reference outputs (motion and defocus blur) and exit")
+    parser.add_argument("--write-defocus-kernels", type=Path, metavar="NPZ",
+                        help="write the reference's defocus disks (every profile's table) and exit")
     args = parser.parse_args(argv)
     names = resolve_corruptions(args.corruptions)
     if args.write_golden:
@@ -364,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.write_small_golden:
         write_small_golden(args.write_small_golden)
+        return 0
+    if args.write_defocus_kernels:
+        write_defocus_kernels(args.write_defocus_kernels)
         return 0
     severities = [int(s) for s in args.severities.split(",")]
     images = test_images(args.images)

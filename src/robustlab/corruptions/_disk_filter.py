@@ -5,7 +5,7 @@ reflected without repeating the border pixel, OpenCV's ``BORDER_REFLECT_101``) a
 ``np.uint8(np.clip(y, 0, 1) * 255)``. OpenCV runs that correlation through its DFT (the
 kernel is 17x17 or larger): 4-7 ms per channel of a 640x427 image on one core (AMD EPYC, Zen 3).
 
-The disk kernel is a float32 array with few distinct values (4 to 44 for imagecorruptions'
+The disk kernel is a float32 array with few distinct values (4 to 40 for imagecorruptions'
 five severities). Grouping the taps by value, the correlation at a pixel is
 ``sum_g c_g * S_g`` where ``S_g`` is the sum of the 8-bit pixel values under the taps of value
 ``c_g``: an integer, computed exactly with integer additions (vectorised, 16-bit lanes where the
@@ -319,8 +319,9 @@ def _plan_of(kernel: np.ndarray) -> TapPlan:
 #: float64 ones). Measured on an AMD EPYC (Zen 3, one thread): a unit is 0.16-0.25 ns per value
 #: and OpenCV's DFT filter2D 17-24 ns per value (about 100 units) at 224x224 and 640x427.
 #: Kernels up to :data:`MAX_COST` units take the tap sums: all of defocus_blur's. The dearest,
-#: imagecorruptions' severity 5 (44 groups, 159 row additions: 76 units), measured level with
-#: OpenCV at 224x224 and 1.3x faster at 640x427; severities 1-4 (10-34 units) 1.9-6.5x faster.
+#: imagecorruptions' severity 5 (44 groups and 159 row additions, 76 units, with OpenCV 5.0's
+#: rounding of the disk; 40 groups, 72 units, with the reference's), measured level with OpenCV
+#: at 224x224 and 1.3x faster at 640x427; severities 1-4 (10-34 units) 1.9-6.5x faster.
 LOAD_COST = 0.2
 MAX_COST = 80.0
 
