@@ -316,12 +316,11 @@ def _plan_of(kernel: np.ndarray) -> TapPlan:
 
 #: Cost of the tap sums per output value, in units of one group's float multiply-add: a row
 #: addition (single tap, or half a run) costs about 0.2 of it (16-bit integer lanes against
-#: float64 ones). Measured on an AMD EPYC (Zen 3, one thread): a unit is 0.16-0.25 ns per value
-#: and OpenCV's DFT filter2D 17-24 ns per value (about 100 units) at 224x224 and 640x427.
-#: Kernels up to :data:`MAX_COST` units take the tap sums: all of defocus_blur's. The dearest,
-#: imagecorruptions' severity 5 (44 groups and 159 row additions, 76 units, with OpenCV 5.0's
-#: rounding of the disk; 40 groups, 72 units, with the reference's), measured level with OpenCV
-#: at 224x224 and 1.3x faster at 640x427; severities 1-4 (10-34 units) 1.9-6.5x faster.
+#: float64 ones). Measured on an AMD EPYC (Zen 3, one thread): a unit is 0.18-0.32 ns per value
+#: and OpenCV's DFT filter2D 14-24 ns per value (70-120 units) at 224x224 and 640x427. Kernels
+#: up to :data:`MAX_COST` units take the tap sums: all of defocus_blur's. The dearest,
+#: imagecorruptions' severity 5 (40 groups, 159 row additions: 72 units), measured level with
+#: OpenCV at 224x224 and 1.3x faster at 640x427; severities 1-4 (10-34 units) 1.8-7.5x faster.
 LOAD_COST = 0.2
 MAX_COST = 80.0
 
