@@ -71,6 +71,8 @@ def corrupt_command(
     coco_annotations: Optional[list[Path]] = typer.Option(
         None, "--coco-annotations", help="COCO instances json, repeatable (default: SRC/annotations/instances_*.json)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Skip (and report) source images larger "
+                                             "than this many pixels (default 178956970, Pillow's bomb limit)."),
 ) -> None:
     """Write corrupted copies of a dataset in the ImageNet-C layout (resumable; rerun to continue)."""
     from .corruptions import dataset
@@ -78,7 +80,7 @@ def corrupt_command(
     settings = dataset.make_settings(corruptions, severities, seed=seed, profile=profile, format=fmt, quality=quality)
     run = dataset.corrupt_dataset_with_progress if progress else dataset.corrupt_dataset
     try:
-        summary = run(src, dst, settings, workers=workers, coco_annotations=coco_annotations)
+        summary = run(src, dst, settings, workers=workers, coco_annotations=coco_annotations, max_pixels=max_pixels)
     except KeyboardInterrupt:
         typer.echo("interrupted: finished outputs are kept; run the same command again to continue.", err=True)
         raise typer.Exit(130) from None
@@ -253,6 +255,8 @@ def perturb_command(
     preset: str = typer.Option("medium", "--preset", help="x264 preset for mp4 (the release used veryslow)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Processes (default: all cores)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Skip (and report) source images larger "
+                                             "than this many pixels (default 178956970, Pillow's bomb limit)."),
 ) -> None:
     """Write ImageNet-P perturbation sequences of every image (resumable; rerun to continue)."""
     from .perturbations import dataset
@@ -261,7 +265,7 @@ def perturb_command(
                                      preset=preset)
     run = dataset.perturb_dataset_with_progress if progress else dataset.perturb_dataset
     try:
-        summary = run(src, dst, settings, workers=workers)
+        summary = run(src, dst, settings, workers=workers, max_pixels=max_pixels)
     except KeyboardInterrupt:
         typer.echo("interrupted: finished sequences are kept; run the same command again to continue.", err=True)
         raise typer.Exit(130) from None

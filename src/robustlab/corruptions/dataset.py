@@ -14,8 +14,12 @@ Guarantees:
 - **Resumable.** Outputs already present are skipped; every file is written under a
   temporary name and renamed when complete, so a killed run never leaves a truncated file
   (stale temporary files are removed by the next run). Rerunning the same command continues.
-- **Bad sources are not fatal.** Unreadable, corrupt or too-small images (and images a COCO
-  file lists that are missing) are collected and reported at the end and in the summary file.
+- **Bad sources are not fatal.** Unreadable, corrupt or too-small images, images over the
+  pixel limit (``max_pixels``, a decompression-bomb guard), and images a COCO file lists that
+  are missing, are collected and reported at the end and in the summary file.
+- **One run per destination.** A run holds a lock on DST; a second run into it stops at once
+  and names the process holding it. DST may lie inside SRC: it (and any other robustlab output
+  tree or store inside SRC) is never read back as input.
 
 Encoding: JPEG (``quality`` 85 by default, as the released ImageNet-C) or lossless PNG. An
 output keeps its source's file name unless the extension contradicts the encoding
@@ -34,9 +38,9 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import BuildSummary, SourceFailure, check_resume, running, write_summary
-from ..data.folders import ImageDataset, discover_dataset
-from ..data.images import check_image, encode_image, read_image
+from ..data.builds import BuildSummary, SourceFailure, check_resume, output_lock, running, write_summary
+from ..data.folders import ImageDataset, check_output_location, discover_dataset
+from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs
 from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, ensure_dir
@@ -213,6 +217,8 @@ class Task:
     corruption: str
     severities: tuple[int, ...]
     settings: CorruptSettings
+    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
+    max_pixels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +236,8 @@ def run_task(task: Task) -> TaskResult:
     """Read one source image, corrupt it at each severity, write the outputs atomically."""
     s = task.settings
     try:
-        image = check_image(read_image(task.source), name=f"image {task.source}", min_size=MIN_SIZE)
+        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                            min_size=MIN_SIZE)
     except RobustlabError as exc:
         return TaskResult(task.relative, 0, len(task.severities), "unreadable", str(exc))
     written = 0
@@ -253,13 +260,14 @@ def run_task(task: Task) -> TaskResult:
     return TaskResult(task.relative, written)
 
 
-def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: CorruptSettings) -> Iterator[Task]:
+def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: CorruptSettings, *,
+               max_pixels: int | None = None) -> Iterator[Task]:
     """One task per (image, corruption) with pending severities (see :func:`pending_mask`), image-major."""
     for i, rel in enumerate(dataset.images):
         for ci, c in enumerate(settings.corruptions):
             severities = tuple(sev for sev, todo in zip(settings.severities, mask[i, ci]) if todo)
             if severities:
-                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings)
+                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings, max_pixels)
 
 
 def default_workers() -> int:
@@ -331,7 +339,8 @@ def _write_annotations(dst: Path, dataset: ImageDataset, settings: CorruptSettin
 def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings, *,
                     workers: int | None = None, coco_annotations: list[str | os.PathLike] | None = None,
                     progress: ProgressCallback | None = None,
-                    on_start: Callable[[CorruptSummary, int], None] | None = None) -> CorruptSummary:
+                    on_start: Callable[[CorruptSummary, int], None] | None = None,
+                    max_pixels: int | None = None) -> CorruptSummary:
     """Write the corrupted copy of dataset ``src`` into ``dst`` (see the module docstring).
 
     Parameters
@@ -353,6 +362,9 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     on_start : callable, optional
         Called once before the work starts with the summary (totals and ``skipped`` known) and
         the number of outputs left to make.
+    max_pixels : int, optional
+        Largest source image read, in pixels (width x height); larger ones are skipped as
+        failed sources with the reason. Default :data:`robustlab.data.images.DEFAULT_MAX_PIXELS`.
 
     Returns
     -------
@@ -362,9 +374,18 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
-    dataset = discover_dataset(src, coco_annotations)
+    max_pixels = check_max_pixels(max_pixels)
+    check_output_location(src, dst)
+    dataset = discover_dataset(src, coco_annotations, exclude=[dst])
     check_output_names(dataset.images, settings.format)
     dst = ensure_dir(dst)
+    with output_lock(dst, CorruptSummary.tool):
+        return _corrupt_locked(dataset, dst, settings, workers, progress, on_start, max_pixels)
+
+
+def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings, workers: int,
+                    progress: ProgressCallback | None, on_start: Callable[[CorruptSummary, int], None] | None,
+                    max_pixels: int | None) -> CorruptSummary:
     _check_resume(dst, settings)
 
     per_image = len(settings.corruptions) * len(settings.severities)
@@ -386,8 +407,8 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
         on_start(summary, todo)
 
     with running(summary, dst, SUMMARY_NAME, started):
-        summary.record_all(run_tasks(iter_tasks(dataset, dst, mask, settings), min(workers, max(1, n_tasks))),
-                           progress)
+        summary.record_all(run_tasks(iter_tasks(dataset, dst, mask, settings, max_pixels=max_pixels),
+                                     min(workers, max(1, n_tasks))), progress)
     return summary
 
 
@@ -409,7 +430,7 @@ def format_summary(summary: CorruptSummary, *, max_failures: int = 20) -> str:
 def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings,
                                   *, workers: int | None = None,
                                   coco_annotations: list[str | os.PathLike] | None = None,
-                                  console=None) -> CorruptSummary:
+                                  console=None, max_pixels: int | None = None) -> CorruptSummary:
     """:func:`corrupt_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn,
@@ -430,6 +451,6 @@ def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike
 
     try:
         return corrupt_dataset(src, dst, settings, workers=workers, coco_annotations=coco_annotations,
-                               progress=lambda n: bar.advance(task_id, n), on_start=on_start)
+                               progress=lambda n: bar.advance(task_id, n), on_start=on_start, max_pixels=max_pixels)
     finally:
         bar.stop()

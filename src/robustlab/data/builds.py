@@ -4,12 +4,17 @@ a run, the failures it lists, and the resume check against the settings already 
 A builder writes ``DST/<summary file>`` (JSON) at the start and the end of a run. Rerunning
 into the same destination resumes it, but only with the settings that change the outputs
 unchanged (``resume_keys``): mixing outputs of two seeds would give an inconsistent dataset.
+While it runs, a builder holds an exclusive lock on DST (:func:`output_lock`), so a second run
+into the same folder stops at once, naming the process that holds it, instead of deleting the
+first one's temporary files.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -18,7 +23,10 @@ from typing import Any, ClassVar
 
 from .. import __version__
 from ..errors import DataError, InputError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, explain_os_error
+
+#: The lock file a running builder holds in its destination (hidden: listings skip it).
+LOCK_NAME = ".robustlab.lock"
 
 
 @dataclass
@@ -107,14 +115,87 @@ def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple
         return
     try:
         old = json.loads(path.read_text(encoding="utf-8"))["settings"]
+        if not isinstance(old, dict):
+            raise TypeError(f"'settings' is a {type(old).__name__}, not an object")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{path} is unreadable ({exc}); delete it to resume into {dst}, "
-                        "or choose another destination.") from exc
+        raise DataError(f"{path} is unreadable or malformed ({type(exc).__name__}: {exc}); it records the settings "
+                        f"of the outputs in {dst}. Delete it to resume with the settings given now, or choose "
+                        "another destination.") from exc
     new = asdict(settings)
     diff = [f"{k} {old.get(k)!r} (asked: {new[k]!r})" for k in resume_keys if old.get(k) != new[k]]
     if diff:
         raise InputError(f"{dst} already holds {what} made with {', '.join(diff)}; mixing them would give "
                          "an inconsistent dataset. Use the same settings to resume, or another destination.")
+
+
+def _lock_holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        text = ""
+    return text or "another process"
+
+
+@contextlib.contextmanager
+def output_lock(dst: Path, tool: str) -> Iterator[Path]:
+    """Hold an exclusive lock on the output folder ``dst`` for the duration of a run.
+
+    The lock is an advisory ``flock`` on ``dst/.robustlab.lock``, released when the block
+    ends or the process dies (even by SIGKILL), so a killed run never leaves a stale lock. The
+    file records the holder (pid, command, start time) for the message a second run gets.
+
+    Parameters
+    ----------
+    dst : Path
+        The output folder (must exist).
+    tool : str
+        The command, for the record (``"robustlab corrupt"``).
+
+    Raises
+    ------
+    DataError
+        When another process holds the lock: names it and says what to do.
+    """
+    path = Path(dst) / LOCK_NAME
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks here
+        yield path
+        return
+    fd = _acquire_lock_file(path, fcntl)
+    try:
+        record = f"pid {os.getpid()}, {tool}, since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)[:200]}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode("utf-8", "replace"), 0)
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # while still holding the lock: a waiting run then sees a new file (below)
+        os.close(fd)  # releases the lock
+
+
+def _acquire_lock_file(path: Path, fcntl) -> int:
+    """Open and lock ``path``; retry when the file was replaced meanwhile (its holder removed it
+    on release after we opened it: the lock we got is on a file nobody else will see)."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DataError(explain_os_error(exc, path, "create the lock file")) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataError(f"{path.parent} is being written by another run ({_lock_holder(path)}). Wait for it to "
+                            "finish (or stop it), or choose another destination; two runs into one folder would "
+                            "delete each other's temporary files.") from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
 
 
 def write_summary(dst: Path, summary_name: str, summary: BuildSummary) -> Path:

@@ -59,12 +59,16 @@ _GREY16_MODES = ("I;16", "I;16B", "I;16L", "I;16N")
 _TO_RGB_MODES = ("L", "1", "P", "PA", "LA", "RGBA", "RGBX", "RGBa", "La", "CMYK", "YCbCr", "LAB", "HSV")
 
 
-def _max_pixels(value: int | None) -> int:
+def check_max_pixels(value: int | None) -> int:
+    """The pixel limit to apply: ``value`` checked (a positive integer), or the default when None.
+
+    Pillow has no per-call limit, so a ``value`` above Pillow's own (process-wide) threshold
+    raises that threshold for this process; robustlab's check in :func:`read_image` then decides.
+    """
     if value is None:
         return DEFAULT_MAX_PIXELS
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InputError(f"max_pixels must be a positive integer (width x height); got {value!r}.")
-    # Pillow has no per-call limit: lift its process-wide one so that ours decides (only upwards).
     if Image.MAX_IMAGE_PIXELS is not None and 2 * Image.MAX_IMAGE_PIXELS < value:
         Image.MAX_IMAGE_PIXELS = int(value) // 2 + 1
     return int(value)
@@ -162,7 +166,7 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
         a sample format without a defined 8-bit scale.
     """
     p = Path(path)
-    limit = _max_pixels(max_pixels)
+    limit = check_max_pixels(max_pixels)
     try:
         with Image.open(p) as img:
             width, height = img.size

@@ -13,8 +13,14 @@ released (``gaussian_noise_2``). The behaviour is that of ``robustlab corrupt``:
   generator seeded with ``derive_seed(seed, relative path, perturbation, difficulty)``;
 - **resumable**: finished sequences are skipped; each is written under a temporary name and
   renamed when complete (temporaries a killed run left are removed by the next one);
-- **bad sources are not fatal**: unreadable or too small images are listed at the end and in
-  the summary file.
+- **bad sources are not fatal**: unreadable or too small images, and images over the pixel
+  limit (``max_pixels``), are listed at the end and in the summary file;
+- **one run per destination**: a run holds a lock on DST (a second one stops, naming the
+  holder); DST may lie inside SRC and is never read back as input;
+- **mp4 is bit-identical** for the same settings and the same encoder build: libx264 runs
+  single-threaded with fixed options, and the summary file records the libx264 and libav*
+  versions (``encoder``). Another build of libx264 may encode differently; npy and png are
+  lossless and identical everywhere.
 """
 
 from __future__ import annotations
@@ -25,15 +31,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import BuildSummary, check_resume, running, write_summary
-from ..data.folders import ImageDataset, discover_dataset
-from ..data.images import check_image, read_image
+from ..data.builds import BuildSummary, check_resume, output_lock, running, write_summary
+from ..data.folders import ImageDataset, check_output_location, discover_dataset
+from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import default_workers, run_jobs
 from ..errors import DataError, InputError, RobustlabError, unknown_name
 from ..fsutil import ensure_dir
 from ..seeding import derive_seed
 from .api import MIN_SIZE, generate
-from .io import MP4_PRESET, check_format, perturbation_folder, remove_stale_temporaries, sequence_name, sequence_path, write_sequence
+from .io import (MP4_PRESET, check_format, encoder_versions, perturbation_folder, remove_stale_temporaries,
+                 sequence_name, sequence_path, write_sequence)
 from .registry import SETTINGS, get_perturbation, list_perturbations
 
 SUMMARY_NAME = "robustlab-perturb.json"
@@ -112,6 +119,8 @@ class Task:
     relative: str
     perturbations: tuple[str, ...]
     settings: PerturbSettings
+    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
+    max_pixels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,8 @@ def run_task(task: Task) -> TaskResult:
     """Read one source image, generate each pending perturbation, write the sequences atomically."""
     s = task.settings
     try:
-        image = check_image(read_image(task.source), name=f"image {task.source}", min_size=MIN_SIZE)
+        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                            min_size=MIN_SIZE)
         if s.setting == "cifar" and image.shape[0] != image.shape[1]:
             raise InputError(f"image {task.source} is {image.shape[1]}x{image.shape[0]}; the cifar setting needs "
                              "square images (CIFAR-10 is 32x32).")
@@ -165,7 +175,8 @@ def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
         seen[out] = rel
 
 
-def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings) -> Iterator[Task | int]:
+def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings, *,
+               max_pixels: int | None = None) -> Iterator[Task | int]:
     """Tasks for the sequences not yet in ``dst``; the count of finished ones is yielded as an int."""
     for rel in dataset.images:
         todo = tuple(p for p in settings.perturbations
@@ -173,7 +184,7 @@ def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings) -> I
         if len(todo) < len(settings.perturbations):
             yield len(settings.perturbations) - len(todo)
         if todo:
-            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings)
+            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings, max_pixels)
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -183,6 +194,13 @@ class PerturbSummary(BuildSummary):
     """What a ``robustlab perturb`` run did. ``written + skipped + failed == outputs``."""
 
     tool = "robustlab perturb"
+
+    def to_json(self) -> dict:
+        """The summary file's content; for mp4 output also the encoder's versions (``encoder``)."""
+        data = super().to_json()
+        if self.settings.format == "mp4":
+            data["encoder"] = encoder_versions()
+        return data
 
 
 def _check_resume(dst: Path, settings: PerturbSettings) -> None:
@@ -195,7 +213,8 @@ def _write_summary(dst: Path, summary: PerturbSummary) -> Path:
 
 def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,
                     workers: int | None = None, progress: ProgressCallback | None = None,
-                    on_start: Callable[[PerturbSummary], None] | None = None) -> PerturbSummary:
+                    on_start: Callable[[PerturbSummary], None] | None = None,
+                    max_pixels: int | None = None) -> PerturbSummary:
     """Write the perturbation sequences of every image under ``src`` into ``dst`` (module docstring).
 
     Parameters
@@ -213,6 +232,9 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
         Called with the number of sequences done (written, skipped or failed) since the last call.
     on_start : callable, optional
         Called once, after validation and before the work, with the summary (totals known).
+    max_pixels : int, optional
+        Largest source image read, in pixels; larger ones are skipped as failed sources with
+        the reason. Default :data:`robustlab.data.images.DEFAULT_MAX_PIXELS`.
 
     Returns
     -------
@@ -222,9 +244,18 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
-    dataset = discover_dataset(src, autodetect_coco=False)
+    max_pixels = check_max_pixels(max_pixels)
+    check_output_location(src, dst)
+    dataset = discover_dataset(src, autodetect_coco=False, exclude=[dst])
     check_output_names(dataset.images, settings.format)
     dst = ensure_dir(dst)
+    with output_lock(dst, PerturbSummary.tool):
+        return _perturb_locked(dataset, dst, settings, workers, progress, on_start, max_pixels)
+
+
+def _perturb_locked(dataset: ImageDataset, dst: Path, settings: PerturbSettings, workers: int,
+                    progress: ProgressCallback | None, on_start: Callable[[PerturbSummary], None] | None,
+                    max_pixels: int | None) -> PerturbSummary:
     _check_resume(dst, settings)
     n = len(dataset.images)
     summary = PerturbSummary(str(dataset.root), str(dst), dataset.layout, settings, n,
@@ -238,7 +269,7 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
         on_start(summary)
 
     tasks: list[Task] = []
-    for item in iter_tasks(dataset, dst, settings):
+    for item in iter_tasks(dataset, dst, settings, max_pixels=max_pixels):
         if isinstance(item, int):
             summary.skipped += item
         else:
@@ -264,7 +295,8 @@ def format_summary(summary: PerturbSummary, *, max_failures: int = 20) -> str:
 
 
 def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,
-                                  workers: int | None = None, console=None) -> PerturbSummary:
+                                  workers: int | None = None, console=None,
+                                  max_pixels: int | None = None) -> PerturbSummary:
     """:func:`perturb_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
@@ -281,6 +313,6 @@ def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike
 
     try:
         return perturb_dataset(src, dst, settings, workers=workers, progress=lambda k: bar.advance(task_id, k),
-                               on_start=on_start)
+                               on_start=on_start, max_pixels=max_pixels)
     finally:
         bar.stop()

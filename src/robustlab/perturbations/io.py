@@ -20,6 +20,13 @@ encoder exactly. Pixel format: ffmpeg encodes RGB PNG input with libx264 as ``yu
 (no chroma subsampling), so robustlab does too; ``pix_fmt="yuv420p"`` gives the more widely
 playable variant (even frame sizes only).
 
+Determinism: libx264's output depends on its thread count, which by default follows the
+number of CPUs the process may use (so the same command gave different files on a 2-core and
+a 16-core machine, or under ``taskset``). robustlab encodes single-threaded (``threads=1``,
+no sliced or lookahead threads) with fixed options, so an mp4 is bit-identical for the same
+frames, settings and encoder build; :func:`encoder_versions` names that build (the perturb
+summary file records it). Throughput comes from encoding many sequences in parallel.
+
 The dataset layout is ``<root>/<perturbation>/<class>/<name>.<ext>`` (``<class>`` is absent
 for a flat source folder); CIFAR-10-P keeps one ``<perturbation>.npy`` array of shape
 (N, T, 32, 32, 3) per perturbation. Every writer is atomic (temporary name, then rename), and
@@ -29,7 +36,10 @@ read, has the wrong number of frames, or is shorter than a metric's stride.
 
 from __future__ import annotations
 
+import functools
+import io
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -120,12 +130,34 @@ def encode_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = Fal
     with av.open(str(path), mode="w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = w, h, pix_fmt
+        stream.codec_context.thread_count = 1  # x264's output depends on its thread count: see module docstring
         stream.options = {"crf": str(int(crf)), "preset": preset, **({"tune": "grain"} if noise else {})}
         for frame in frames:
             for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")):
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
+
+
+@functools.lru_cache(maxsize=1)
+def encoder_versions() -> dict[str, str]:
+    """The versions that decide the bytes of an mp4: libx264's core (read from the SEI message
+    of a one-frame encode) and PyAV's libav* libraries, e.g. ``{"libx264": "core 165", ...}``."""
+    import av
+
+    buffer = io.BytesIO()
+    with av.open(buffer, mode="w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=MP4_FPS)
+        stream.width = stream.height = 16
+        stream.pix_fmt = MP4_PIX_FMT
+        stream.codec_context.thread_count = 1
+        frame = av.VideoFrame.from_ndarray(np.zeros((16, 16, 3), np.uint8), format="rgb24")
+        data = b"".join(bytes(p) for p in [*stream.encode(frame), *stream.encode()])
+    match = re.search(rb"x264 - (core [0-9]+(?: r[0-9]+ [0-9a-f]+)?)", data)
+    versions = {"libx264": match.group(1).decode() if match else "unknown", "pyav": str(av.__version__)}
+    versions.update({name: ".".join(map(str, v)) for name, v in sorted(av.library_versions.items())
+                     if name in ("libavcodec", "libavformat", "libavutil", "libswscale")})
+    return versions
 
 
 def write_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = False, crf: int | None = None,
