@@ -40,6 +40,7 @@ from ..corruptions.api import corrupt
 from ..errors import DataError, InputError, did_you_mean
 from ..seeding import derive_seed
 from ..fsutil import explain_os_error
+from ..safeload import load_npy
 from .folders import skipped_subfolders
 from .images import is_image_file, read_image
 from .wordnet import ilsvrc_wnids
@@ -159,10 +160,7 @@ Samples = ImageFolderSamples | ArraySamples | CorruptedSamples
 
 @functools.lru_cache(maxsize=64)
 def _open_npy(path: str) -> np.ndarray:
-    try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read array file {path}: {exc}. It must be a .npy file of uint8 images.") from exc
+    return load_npy(path, what="array file", mmap_mode="r")
 
 
 # --- class maps -------------------------------------------------------------------------------------
@@ -358,7 +356,7 @@ def read_cifar_c(root: str | os.PathLike, corruption: str, severity: int, *,
     label_path = base / "labels.npy"
     if not label_path.is_file():
         raise DataError(f"CIFAR-10-C labels file {label_path} is missing.")
-    labels = np.asarray(np.load(label_path, allow_pickle=False)).astype(np.int64).reshape(-1)
+    labels = np.asarray(load_npy(label_path, what="CIFAR-10-C labels file")).astype(np.int64).reshape(-1)
     if len(labels) != len(images):
         raise DataError(f"{label_path} has {len(labels)} labels but {path} has {len(images)} images.")
     n = len(images) // 5

@@ -49,6 +49,7 @@ import numpy as np
 from ..data.images import encode_image, read_image
 from ..errors import DataError, InputError
 from ..fsutil import TMP_SUFFIX, atomic_path, ensure_dir
+from ..safeload import load_npy
 
 #: On-disk forms of one sequence.
 FORMATS = ("mp4", "png", "npy")
@@ -301,10 +302,7 @@ def decode_video(path: str | os.PathLike) -> np.ndarray:
 
 
 def _read_npy_sequence(p: Path) -> np.ndarray:
-    try:
-        arr = np.load(p, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read {p}: {exc}. It must be a .npy array of uint8 frames (T, H, W, 3).") from exc
+    arr = load_npy(p, what="sequence file")
     if arr.dtype != np.uint8 or arr.ndim != 4 or arr.shape[-1] != 3:
         raise DataError(f"{p} must hold uint8 frames (T, H, W, 3); got {arr.dtype} {arr.shape}.")
     return arr
@@ -386,10 +384,7 @@ def read_cifar_p(path: str | os.PathLike, *, expected_frames: int | None = None,
     p = Path(path)
     if not p.is_file():
         raise DataError(f"CIFAR-10-P file {p} does not exist; check the path.")
-    try:
-        arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read CIFAR-10-P file {p}: {exc}. It must be a .npy array.") from exc
+    arr = load_npy(p, what="CIFAR-10-P file", mmap_mode="r" if mmap else None)
     if arr.dtype != np.uint8 or arr.ndim != 5 or arr.shape[-1] != 3:
         raise DataError(f"{p} must be uint8 (sequences, frames, H, W, 3) as CIFAR-10-P; got {arr.dtype} {arr.shape}.")
     check_frame_count(arr.shape[1], p, expected=expected_frames, stride=stride)
