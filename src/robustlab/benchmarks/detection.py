@@ -53,7 +53,7 @@ from ..errors import DataError, InputError
 from ..metrics.corruption import BENCHMARK_CORRUPTIONS
 from ..metrics.detection import detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
-from ..metrics.under_corruption import rmse_vs_rpc
+from ..metrics.under_corruption import rmse_vs_rpc, rpc_undefined_reason
 from ..engine.benchmark import Benchmark, MetricRow, Unit, get_benchmark, register_benchmark
 from .corruption import select_corruptions
 from ..engine.options import check_positive, reject_unknown
@@ -318,6 +318,9 @@ def detection_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
         notes.append(f"P / mPC / rPC ({head}, %): {100 * table[('P', '')]:.1f} / {100 * table[('mPC', '')]:.1f} / "
                      f"{100 * table[('rPC', '')]:.1f}; mPC = mean over {len(config['corruptions'])} corruptions x "
                      f"severities {','.join(map(str, config['severities']))}; rPC = mPC / P ({config['rpc']}).")
+        reason = rpc_undefined_reason(table[("P", "")], table[("rPC", "")])
+        if reason:
+            notes.append(reason)
         per = [f"{c} {100 * table[(f'rPC:{head}', c)]:.1f}" for c in config["corruptions"]
                if (f"rPC:{head}", c) in table]
         if per:

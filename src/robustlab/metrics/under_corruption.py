@@ -33,7 +33,7 @@ from ..errors import InputError
 from .corruption import corruption_subset
 
 __all__ = ["CorruptionPerformance", "RmseRpcAnalysis", "check_performance", "image_rmse",
-           "performance_under_corruption", "rmse_vs_rpc"]
+           "performance_under_corruption", "rmse_vs_rpc", "rpc_undefined_reason"]
 
 RpcConvention = Literal["ratio-of-means", "mean-of-ratios"]
 SEVERITIES = (1, 2, 3, 4, 5)
@@ -93,6 +93,20 @@ def _cell_array(results: Mapping[str, Any], corruption: str, severity: int, metr
                          f"number or per-class vector, got {value!r}.")
     check_performance(arr, f"{metric!r} of {corruption!r} severity {severity}")
     return arr
+
+
+def rpc_undefined_reason(p: float, rpc: float) -> str | None:
+    """Why rPC is NaN (one sentence), or None when it is a number.
+
+    rPC = mPC / P has no value when the clean performance P is 0: the detector found nothing
+    right on clean images, which usually means its labels do not match the dataset's categories.
+    """
+    if not (isinstance(rpc, float) and np.isnan(rpc)):
+        return None
+    if p == 0:
+        return ("rPC is undefined (nan) because the clean performance P is 0: the detector found nothing right "
+                "on clean images; check that its labels match the dataset's categories (label_map, label_offset).")
+    return "rPC is undefined (nan): a per-class clean performance is 0 under the mean-of-ratios convention."
 
 
 def check_performance(values: np.ndarray, name: str) -> None:

@@ -25,6 +25,7 @@ released (``gaussian_noise_2``). The behaviour is that of ``robustlab corrupt``:
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -209,6 +210,17 @@ def _check_resume(dst: Path, settings: PerturbSettings) -> None:
 
 def _write_summary(dst: Path, summary: PerturbSummary) -> Path:
     return write_summary(dst, SUMMARY_NAME, summary)
+
+
+def recorded_setting(root: str | os.PathLike) -> str | None:
+    """The ``setting`` (``imagenet`` or ``cifar``) ``robustlab perturb`` recorded in ``root``'s
+    summary file, or None when ``root`` has no readable one (e.g. released ImageNet-P)."""
+    path = Path(root, SUMMARY_NAME)
+    try:
+        setting = json.loads(path.read_text(encoding="utf-8"))["settings"]["setting"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return setting if setting in SETTINGS else None
 
 
 def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,

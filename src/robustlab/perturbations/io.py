@@ -324,8 +324,10 @@ def check_frame_count(n: int, path: str | os.PathLike, *, expected: int | None =
     """Raise DataError naming ``path`` when a sequence of ``n`` frames has not ``expected`` frames or
     too few for ``stride``."""
     if expected is not None and n != expected:
-        raise DataError(f"{path} has {n} frames, expected {expected}; the file is truncated or belongs to another "
-                        "perturbation. Re-download or regenerate it.")
+        raise DataError(f"{path} has {n} frames, expected {expected}; the file is truncated, belongs to another "
+                        "perturbation, or was made in the other setting (ImageNet-P and CIFAR-10-P sequences have "
+                        "different lengths: pass -o setting=cifar or -o setting=imagenet, or -o frames=any). "
+                        "Otherwise re-download or regenerate it.")
     if stride is not None and n <= stride:
         raise DataError(f"{path} has {n} frame(s), too few for stride {stride} (needs at least {stride + 1}); "
                         "use a smaller stride or regenerate the sequence.")
