@@ -14,6 +14,8 @@ Guarantees:
 - **Resumable.** Outputs already present are skipped; every file is written under a
   temporary name and renamed when complete, so a killed run never leaves a truncated file
   (stale temporary files are removed by the next run). Rerunning the same command continues.
+  A source image changed since the last run (size or time) has its outputs made again;
+  sources removed since are reported (see :mod:`robustlab.data.builds`).
 - **Bad sources are not fatal.** Unreadable, corrupt or too-small images, images over the
   pixel limit (``max_pixels``, a decompression-bomb guard), and images a COCO file lists that
   are missing, are collected and reported at the end and in the summary file.
@@ -38,7 +40,8 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import BuildSummary, SourceFailure, check_resume, output_lock, running, write_summary
+from ..data.builds import (BuildSummary, SourceFailure, check_resume, output_lock, record_sources, running,
+                           source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, check_output_location, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs
@@ -295,6 +298,23 @@ class CorruptSummary(BuildSummary):
     tool = "robustlab corrupt"
 
 
+def remove_outputs_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
+    """Delete every output of the sources ``relatives`` under any ``DST/<corruption>/<severity>``
+    (their source changed: the outputs are stale). Returns how many files were removed."""
+    relatives = list(relatives)
+    if not relatives:
+        return 0
+    removed = 0
+    for corruption in (e for e in os.scandir(dst) if e.is_dir() and not e.name.startswith(".")):
+        for severity in (e for e in os.scandir(corruption.path) if e.is_dir() and e.name.isdigit()):
+            for rel in relatives:
+                target = Path(severity.path, *output_relative(rel, fmt).parts)
+                if target.is_file():
+                    target.unlink()
+                    removed += 1
+    return removed
+
+
 def _check_resume(dst: Path, settings: CorruptSettings) -> None:
     check_resume(dst, SUMMARY_NAME, settings, RESUME_KEYS, what="outputs")
 
@@ -332,7 +352,7 @@ def _write_annotations(dst: Path, dataset: ImageDataset, settings: CorruptSettin
         for s in settings.severities:
             for rel, data in files.items():
                 target = Path(dst, c, str(s), *rel.parts)
-                if not target.exists():
+                if not target.is_file() or target.read_bytes() != data:  # missing, or from changed annotations
                     atomic_write_bytes(target, data)
 
 
@@ -387,6 +407,10 @@ def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings,
                     progress: ProgressCallback | None, on_start: Callable[[CorruptSummary, int], None] | None,
                     max_pixels: int | None) -> CorruptSummary:
     _check_resume(dst, settings)
+    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
+    changed, removed = source_changes(dst, stamps)
+    remove_outputs_of(dst, changed, settings.format)
+    record_sources(dst, stamps)
 
     per_image = len(settings.corruptions) * len(settings.severities)
     n_images = len(dataset.images) + len(dataset.missing)
@@ -395,6 +419,7 @@ def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings,
     summary.failures = [SourceFailure(rel.as_posix(), "missing", "listed in the COCO annotations but not on disk",
                                       per_image) for rel in dataset.missing]
     summary.failed = len(dataset.missing) * per_image
+    summary.sources_changed, summary.sources_removed = changed, removed
     started = time.perf_counter()
     _write_summary(dst, summary)
     _write_annotations(dst, dataset, settings)
@@ -424,7 +449,7 @@ def format_summary(summary: CorruptSummary, *, max_failures: int = 20) -> str:
         f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
         f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
     ]
-    return "\n".join(lines + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
 
 
 def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings,

@@ -7,6 +7,11 @@ unchanged (``resume_keys``): mixing outputs of two seeds would give an inconsist
 While it runs, a builder holds an exclusive lock on DST (:func:`output_lock`), so a second run
 into the same folder stops at once, naming the process that holds it, instead of deleting the
 first one's temporary files.
+
+A builder also records the source images it was given (relative path, size, modification
+time: :func:`source_stamps`) in ``DST/.robustlab-sources.json``. When it resumes, a source that
+changed since (another size or time) has its outputs made again, so DST never keeps outputs of
+an image's old content; sources removed since are reported (their outputs are left in place).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from ..fsutil import atomic_write_text, explain_os_error
 
 #: The lock file a running builder holds in its destination (hidden: listings skip it).
 LOCK_NAME = ".robustlab.lock"
+#: The record of the sources a builder was given (hidden: listings skip it).
+SOURCES_NAME = ".robustlab-sources.json"
 
 
 @dataclass
@@ -58,6 +65,10 @@ class BuildSummary:
     seconds: float = 0.0
     status: str = "running"
     workers: int = 1
+    #: Sources whose size or time changed since the last run into DST (their outputs were made again).
+    sources_changed: list[str] = field(default_factory=list)
+    #: Sources of an earlier run into DST that are gone (their outputs are still in DST).
+    sources_removed: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._by_image: dict[str, SourceFailure] = {}
@@ -89,6 +100,17 @@ class BuildSummary:
             done = self.record(result)
             if progress is not None:
                 progress(done)
+
+    def change_lines(self, max_names: int = 5) -> list[str]:
+        """Terminal notes on sources changed or removed since the last run into DST (empty when none)."""
+        lines = []
+        for names, what in ((self.sources_changed, "changed since the last run; their outputs were made again"),
+                            (self.sources_removed, "are gone since the last run; their outputs are still in "
+                                                   f"{self.destination} (delete them, or use a fresh destination)")):
+            if names:
+                more = f" ... and {len(names) - max_names} more" if len(names) > max_names else ""
+                lines.append(f"note: {len(names)} source image(s) {what}: {', '.join(names[:max_names])}{more}")
+        return lines
 
     def failure_lines(self, summary_name: str, max_failures: int = 20) -> list[str]:
         """The terminal lines listing bad sources (the first ``max_failures``), empty when none."""
@@ -126,6 +148,47 @@ def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple
     if diff:
         raise InputError(f"{dst} already holds {what} made with {', '.join(diff)}; mixing them would give "
                          "an inconsistent dataset. Use the same settings to resume, or another destination.")
+
+
+def source_stamps(root: Path, relatives: Iterable[Any]) -> dict[str, list[int]]:
+    """``{relative path: [size in bytes, modification time in ns]}`` of the source files.
+
+    A file that cannot be stat'ed (vanished, unreadable folder) gets ``[-1, -1]``: it reads as
+    changed when it comes back.
+    """
+    stamps: dict[str, list[int]] = {}
+    for rel in relatives:
+        key = str(rel)
+        try:
+            st = os.stat(os.path.join(root, key))
+            stamps[key] = [int(st.st_size), int(st.st_mtime_ns)]
+        except OSError:
+            stamps[key] = [-1, -1]
+    return stamps
+
+
+def source_changes(dst: Path, stamps: dict[str, list[int]]) -> tuple[list[str], list[str]]:
+    """Sources (changed, removed) since the stamps recorded in ``dst`` (sorted; empty when none
+    were recorded: a destination from an earlier robustlab, or a new one)."""
+    path = Path(dst) / SOURCES_NAME
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))["sources"]
+        if not isinstance(old, dict):
+            raise TypeError("not an object")
+    except FileNotFoundError:
+        return [], []
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{path} is unreadable or malformed ({type(exc).__name__}: {exc}); it records the source "
+                        "images of the outputs in this folder. Delete it to resume without that check, or choose "
+                        "another destination.") from exc
+    changed = sorted(k for k, v in stamps.items() if k in old and old[k] != v)
+    removed = sorted(k for k in old if k not in stamps)
+    return changed, removed
+
+
+def record_sources(dst: Path, stamps: dict[str, list[int]]) -> Path:
+    """Write the source stamps to ``dst/.robustlab-sources.json`` atomically."""
+    return atomic_write_text(Path(dst) / SOURCES_NAME, json.dumps({"format": 1, "sources": stamps}) + "\n")
 
 
 def _lock_holder(path: Path) -> str:

@@ -12,7 +12,8 @@ released (``gaussian_noise_2``). The behaviour is that of ``robustlab corrupt``:
 - **identical output whatever the worker count and order**: each sequence draws from its own
   generator seeded with ``derive_seed(seed, relative path, perturbation, difficulty)``;
 - **resumable**: finished sequences are skipped; each is written under a temporary name and
-  renamed when complete (temporaries a killed run left are removed by the next one);
+  renamed when complete (temporaries a killed run left are removed by the next one); a source
+  changed since the last run has its sequences made again, removed ones are reported;
 - **bad sources are not fatal**: unreadable or too small images, and images over the pixel
   limit (``max_pixels``), are listed at the end and in the summary file;
 - **one run per destination**: a run holds a lock on DST (a second one stops, naming the
@@ -27,12 +28,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import BuildSummary, check_resume, output_lock, running, write_summary
+from ..data.builds import (BuildSummary, check_resume, output_lock, record_sources, running, source_changes,
+                           source_stamps, write_summary)
 from ..data.folders import ImageDataset, check_output_location, discover_dataset
 from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import default_workers, run_jobs
@@ -204,6 +207,26 @@ class PerturbSummary(BuildSummary):
         return data
 
 
+def remove_sequences_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
+    """Delete the sequences of the sources ``relatives`` in every perturbation folder of ``dst``
+    (their source changed: the sequences are stale). Returns how many were removed."""
+    relatives = list(relatives)
+    if not relatives:
+        return 0
+    removed = 0
+    for folder in (e for e in os.scandir(dst) if e.is_dir() and not e.name.startswith(".")):
+        for rel in relatives:
+            target = sequence_path(dst, folder.name, rel, fmt)
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.is_file():
+                target.unlink()
+            else:
+                continue
+            removed += 1
+    return removed
+
+
 def _check_resume(dst: Path, settings: PerturbSettings) -> None:
     check_resume(dst, SUMMARY_NAME, settings, RESUME_KEYS, what="sequences")
 
@@ -269,9 +292,14 @@ def _perturb_locked(dataset: ImageDataset, dst: Path, settings: PerturbSettings,
                     progress: ProgressCallback | None, on_start: Callable[[PerturbSummary], None] | None,
                     max_pixels: int | None) -> PerturbSummary:
     _check_resume(dst, settings)
+    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
+    changed, removed = source_changes(dst, stamps)
+    remove_sequences_of(dst, changed, settings.format)
+    record_sources(dst, stamps)
     n = len(dataset.images)
     summary = PerturbSummary(str(dataset.root), str(dst), dataset.layout, settings, n,
                              n * len(settings.perturbations), workers=workers)
+    summary.sources_changed, summary.sources_removed = changed, removed
     started = time.perf_counter()
     _write_summary(dst, summary)
     for p in settings.perturbations:
@@ -303,7 +331,7 @@ def format_summary(summary: PerturbSummary, *, max_failures: int = 20) -> str:
         f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
         f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
     ]
-    return "\n".join(lines + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
 
 
 def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,
