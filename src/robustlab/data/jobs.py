@@ -37,8 +37,13 @@ PARENT_WATCH_INTERVAL = 1.0
 _PR_SET_PDEATHSIG = 1
 
 
-def _set_parent_death_signal(sig: int) -> bool:
-    """Ask Linux to send ``sig`` to this process when its parent dies; False where unsupported."""
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent dies (``PR_SET_PDEATHSIG``).
+
+    Returns False where that is unsupported (not Linux, no ``prctl``). The request is tied to
+    the parent *thread* that forked this process and is not inherited by this process's
+    children.
+    """
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -46,7 +51,7 @@ def _set_parent_death_signal(sig: int) -> bool:
 
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
-    except (OSError, AttributeError):  # pragma: no cover - no libc prctl (musl without it, sandboxes)
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl (sandboxes)
         return False
 
 
@@ -61,7 +66,8 @@ def _watch_process(pid: int, interval: float) -> None:
             os._exit(1)
 
 
-def exit_with_parent(parent_pid: int | None = None, *, interval: float = PARENT_WATCH_INTERVAL) -> None:
+def exit_with_parent(parent_pid: int | None = None, *, interval: float = PARENT_WATCH_INTERVAL,
+                     watch: bool = True) -> bool:
     """Make this (worker) process exit soon after ``parent_pid`` dies, even by SIGKILL.
 
     Call it first thing in a worker process (a pool initializer, a DataLoader
@@ -70,9 +76,10 @@ def exit_with_parent(parent_pid: int | None = None, *, interval: float = PARENT_
 
     - on Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel kills this process the moment
       its direct parent exits (for workers started by a forkserver that is the forkserver,
-      which itself exits as soon as the main process is gone);
-    - everywhere, a daemon thread that checks every ``interval`` seconds that ``parent_pid`` (the
-      process that started the run) still exists, and exits otherwise.
+      which itself dies with the main process: see :mod:`robustlab.data.forkserver_guard`);
+    - everywhere (unless ``watch=False``), a daemon thread that checks every ``interval``
+      seconds that ``parent_pid`` (the process that started the run) still exists, and exits
+      otherwise.
 
     Parameters
     ----------
@@ -81,10 +88,18 @@ def exit_with_parent(parent_pid: int | None = None, *, interval: float = PARENT_
         ``os.getpid()`` from there). Default: the current parent (``os.getppid()``).
     interval : float
         Seconds between two checks of the watch thread.
+    watch : bool
+        Start the watch thread (a process that will fork, such as a forkserver, should not
+        hold a thread: it relies on the kernel alone).
+
+    Returns
+    -------
+    bool
+        Whether the kernel will end this process with its parent (Linux).
     """
     watched = os.getppid() if parent_pid is None else int(parent_pid)
     direct_parent = os.getppid()
-    _set_parent_death_signal(signal.SIGKILL)
+    by_kernel = set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != direct_parent:  # pragma: no cover - the parent died before prctl took effect
         os._exit(1)
     try:
@@ -93,19 +108,29 @@ def exit_with_parent(parent_pid: int | None = None, *, interval: float = PARENT_
         os._exit(1)
     except PermissionError:  # pragma: no cover
         pass
-    threading.Thread(target=_watch_process, args=(watched, interval), daemon=True, name="parent-watch").start()
+    if watch:
+        threading.Thread(target=_watch_process, args=(watched, interval), daemon=True, name="parent-watch").start()
+    return by_kernel
 
 
 def single_threaded_worker(parent_pid: int) -> None:
     """Pool initializer: ignore SIGINT, die with the parent, one thread for BLAS/OpenCV/numba."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(parent_pid)
+#: Imported first by the forkserver: it exits with the process that started it (see that module).
+FORKSERVER_GUARD = "robustlab.data.forkserver_guard"
+
+
 def pool_context(preload: Sequence[str] = ()) -> multiprocessing.context.BaseContext:
-    """forkserver (workers fork from a clean process that imported ``preload`` once), else spawn."""
+    """forkserver (workers fork from a clean process that imported ``preload`` once), else spawn.
+
+    The forkserver also imports :data:`FORKSERVER_GUARD` first, so it dies with this process even
+    when this process is killed by SIGKILL (and the workers with it, as each calls
+    :func:`exit_with_parent`).
+    """
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        if preload:
-            ctx.set_forkserver_preload(list(preload))
+        ctx.set_forkserver_preload([FORKSERVER_GUARD, *(m for m in preload if m != FORKSERVER_GUARD)])
         return ctx
     return multiprocessing.get_context("spawn")  # pragma: no cover - Windows, macOS default
 
