@@ -124,13 +124,16 @@ FORKSERVER_GUARD = "robustlab.data.forkserver_guard"
 def pool_context(preload: Sequence[str] = ()) -> multiprocessing.context.BaseContext:
     """forkserver (workers fork from a clean process that imported ``preload`` once), else spawn.
 
-    The forkserver also imports :data:`FORKSERVER_GUARD` first, so it dies with this process even
-    when this process is killed by SIGKILL (and the workers with it, as each calls
-    :func:`exit_with_parent`).
+    Called from the main thread, the forkserver also imports :data:`FORKSERVER_GUARD` first, so
+    it and its workers die with this process even when it is killed by SIGKILL. (Not from other
+    threads: the kernel ties that guard to the thread that starts the forkserver, and a
+    short-lived thread would take the forkserver with it. Workers still end within
+    :data:`PARENT_WATCH_INTERVAL` through :func:`exit_with_parent`.)
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload([FORKSERVER_GUARD, *(m for m in preload if m != FORKSERVER_GUARD)])
+        guard = [FORKSERVER_GUARD] if threading.current_thread() is threading.main_thread() else []
+        ctx.set_forkserver_preload([*guard, *(m for m in preload if m != FORKSERVER_GUARD)])
         return ctx
     return multiprocessing.get_context("spawn")  # pragma: no cover - Windows, macOS default
 
