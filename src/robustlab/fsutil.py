@@ -110,7 +110,8 @@ def explain_os_error(exc: OSError, path: str | os.PathLike | None = None, action
     """
     where = path if path is not None else (exc.filename or "a file")
     text = str(exc).lower()
-    if exc.errno in NO_SPACE_ERRNOS or "no space left" in text or "file too large" in text:
+    short_write = "requested and" in text and "written" in text  # numpy's tofile/save on a full disk
+    if exc.errno in NO_SPACE_ERRNOS or "no space left" in text or "file too large" in text or short_write:
         return (f"cannot {action} {where}: the disk is full (or a disk quota or file size limit was reached). "
                 "Free some space or choose another output folder.")
     if exc.errno in NO_PERMISSION_ERRNOS:

@@ -104,8 +104,9 @@ def skipped_subfolders(parent: str | os.PathLike, subfolders: list[str], files: 
     """Which of ``parent``'s ``subfolders`` a dataset listing skips.
 
     Hidden folders (``.name``), robustlab output trees and stores (:func:`is_robustlab_output`),
-    a store's ``predictions/`` beside its SQLite catalog file (one of ``files``), and any folder
-    whose real path is in ``exclude`` (e.g. the output folder of the running command).
+    a store's ``predictions/`` beside its SQLite catalog file (one of ``files``), symbolic links
+    back to ``parent`` or an ancestor (loops), and any folder whose real path is in ``exclude``
+    (e.g. the output folder of the running command).
 
     Parameters
     ----------
@@ -121,9 +122,18 @@ def skipped_subfolders(parent: str | os.PathLike, subfolders: list[str], files: 
     for name in subfolders:
         path = os.path.join(parent, name)
         if (name.startswith(".") or (beside_catalog and name == STORE_PREDICTIONS_FOLDER)
-                or (exclude and os.path.realpath(path) in exclude) or is_robustlab_output(path)):
+                or (exclude and os.path.realpath(path) in exclude) or _is_link_loop(parent, path)
+                or is_robustlab_output(path)):
             skipped.add(name)
     return skipped
+
+
+def _is_link_loop(parent: str | os.PathLike, path: str) -> bool:
+    """A symbolic link to ``parent`` itself or to one of its ancestors (listing it would loop)."""
+    if not os.path.islink(path):
+        return False
+    target, here = os.path.realpath(path), os.path.realpath(parent)
+    return here == target or here.startswith(target.rstrip(os.sep) + os.sep)
 
 
 def real_paths(paths: Iterable[str | os.PathLike]) -> frozenset[str]:
