@@ -45,12 +45,17 @@ class Result:
 def run(*argv: str | os.PathLike) -> Result:
     """Run ``robustlab ARGV`` through :func:`robustlab.cli.main` in this process."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in argv])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    saved_argv = sys.argv
+    sys.argv = ["robustlab", *map(str, argv)]  # as the console script sees it
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main()
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved_argv
     return Result(code, out.getvalue(), err.getvalue())
 
 

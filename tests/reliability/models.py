@@ -38,3 +38,14 @@ def make_slow_two_class() -> nn.Module:
 
 def make_failing() -> nn.Module:
     raise RuntimeError("weights file is gone")
+
+
+class Raising(DominantChannel):
+    """Fails in forward, as a user's model with a bug does."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("shape mismatch in layer 3")
+
+
+def make_raising() -> nn.Module:
+    return Raising()

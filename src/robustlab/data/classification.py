@@ -188,6 +188,31 @@ def class_folders(root: str | os.PathLike) -> list[str]:
     return names
 
 
+def load_class_map(path: str | os.PathLike) -> dict | list:
+    """Read a class map JSON file: a list of class names in index order, or ``{class: index}``.
+
+    Raises
+    ------
+    DataError
+        Naming the file when it is missing (with a suggestion when the name looks like a
+        misspelt ``auto``/``imagenet``/``sorted``), unreadable, not JSON, or neither a list nor
+        an object. The entries themselves are checked by :func:`resolve_class_map`.
+    """
+    p = Path(path).expanduser()
+    try:
+        value = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"class map file {p} does not exist; a class map is auto, imagenet, sorted or a "
+                        f"JSON file.{did_you_mean(str(path), ('auto', 'imagenet', 'sorted'))}") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read class map {p}: {exc}. It must be JSON: a list of class names "
+                        "in index order or an object {class: index}.") from None
+    if not isinstance(value, (dict, list)):
+        raise DataError(f"class map {p} holds a {type(value).__name__}; it must be a JSON list of class names in "
+                        "index order or an object {class: index}.")
+    return value
+
+
 def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") -> tuple[dict[str, int], tuple[str, ...]]:
     """Map class folder names to label indices.
 
@@ -211,16 +236,8 @@ def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") 
         return {f: index[f] for f in folders}, tuple(wnids)
     source = "class map"
     if isinstance(class_map, (str, os.PathLike)):
-        path = Path(class_map)
-        source = f"class map {path}"
-        try:
-            class_map = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(f"class map file {path} does not exist; a class map is auto, imagenet, sorted or a "
-                            f"JSON file.{did_you_mean(str(class_map), ('auto', 'imagenet', 'sorted'))}") from None
-        except (OSError, ValueError) as exc:
-            raise DataError(f"cannot read class map {path}: {exc}. It must be JSON: a list of class names "
-                            "in index order or an object {class: index}.") from exc
+        source = f"class map {class_map}"
+        class_map = load_class_map(class_map)
     if isinstance(class_map, Mapping):
         mapping = {}
         for name, i in class_map.items():
@@ -255,6 +272,17 @@ def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") 
 # --- readers ------------------------------------------------------------------------------------------
 
 
+def _file_or_link(entry: os.DirEntry) -> bool:
+    """A file, or a symbolic link that does not lead to a folder (a broken link, a link loop):
+    such a sample is listed, and reading it records the problem, instead of vanishing silently."""
+    try:
+        if entry.is_symlink():
+            return not os.path.isdir(entry.path)
+        return entry.is_file()
+    except OSError:
+        return True
+
+
 def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto", *,
                       classes: Sequence[str] | None = None, limit: int | None = None) -> ImageFolderSamples:
     """Read an image folder with one subfolder per class.
@@ -287,8 +315,8 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete "
                             "(re-extract it or evaluate fewer classes).")
         try:
-            entries = sorted(e.name for e in os.scandir(base / cls) if e.is_file() and not e.name.startswith(".")
-                             and is_image_file(e.name))
+            entries = sorted(e.name for e in os.scandir(base / cls) if not e.name.startswith(".")
+                             and is_image_file(e.name) and _file_or_link(e))
         except FileNotFoundError:
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete.") from None
         for name in entries:
