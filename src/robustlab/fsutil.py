@@ -121,6 +121,8 @@ def explain_os_error(exc: OSError, path: str | os.PathLike | None = None, action
                 "Choose a writable location or fix its permissions.")
     if exc.errno == errno.ELOOP:
         return f"cannot {action} {where}: too many levels of symbolic links (a symlink loop); remove the loop."
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"cannot {action} {where}: a file is in the way where a folder is needed; choose another path."
     if exc.errno == errno.ENOENT:
         return f"cannot {action} {where}: no such file or folder; check the path."
     return f"cannot {action} {where}: {exc.strerror or exc}."
