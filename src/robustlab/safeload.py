@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -58,7 +59,9 @@ def load_checkpoint(path: str | os.PathLike, *, what: str = "checkpoint", map_lo
 
     p = Path(path)
     try:
-        state = torch.load(p, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # torch warns about pickle protocols of files it then refuses anyway
+            warnings.simplefilter("ignore", UserWarning)
+            state = torch.load(p, map_location=map_location, weights_only=True)
     except FileNotFoundError:
         raise DataError(f"{what} {p} does not exist; check the path.") from None
     except pickle.UnpicklingError:

@@ -97,14 +97,19 @@ def run_process(*argv: str | os.PathLike, max_file_bytes: int | None = None, obe
 
 
 def assert_error(result: Result, *fragments: str, code: int = 1) -> str:
-    """The command failed with ``code`` and one line ``error: ...`` holding ``fragments``; no traceback."""
+    """The command failed with ``code`` and one line ``error: ...`` holding ``fragments``; no traceback.
+
+    The error is the last line on stderr and the only one starting ``error:``; progress lines a
+    command printed before it (``video sample`` lists each video) may precede it.
+    """
     lines = [line for line in result.err.splitlines() if line.strip()]
     assert result.code == code, f"exit {result.code}, expected {code}\nstdout: {result.out}\nstderr: {result.err}"
     assert "Traceback" not in result.err, result.err
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.err
+    errors = [line for line in lines if line.startswith("error")]
+    assert len(errors) == 1 and lines[-1] == errors[0] and errors[0].startswith("error: "), result.err
     for fragment in fragments:
-        assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"
-    return lines[0]
+        assert fragment in errors[0], f"{fragment!r} not in {errors[0]!r}"
+    return errors[0]
 
 
 def assert_ok(result: Result) -> None:
