@@ -137,7 +137,7 @@ def demo_command(
 
 @demo_app.command("train")
 def demo_train_command(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the weights [default: the package's]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the weights \\[default: the package's]."),
     seed: int = typer.Option(0, "--seed", help="Seed of the world and of training."),
 ) -> None:
     """Retrain the shipped demo models (CNN, baseline, detector) from the seed, CPU only (minutes)."""
