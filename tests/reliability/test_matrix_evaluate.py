@@ -157,6 +157,7 @@ def test_symlink_loops_are_neither_followed_nor_classes(tmp_path):
     assert "symbolic links" in problems(out)["cat/self.png"]
 
 
+@pytest.mark.slow  # a process of its own (root must drop its privilege); corrupt/perturb cover the case by default
 def test_unreadable_file_is_a_recorded_problem(tmp_path):
     data = image_folder(tmp_path / "data", per_class=2)
     locked = data / "dog" / "locked.png"
@@ -166,6 +167,7 @@ def test_unreadable_file_is_a_recorded_problem(tmp_path):
     assert "permission denied" in problems(out)["dog/locked.png"]
 
 
+@pytest.mark.slow  # a process of its own; `runs` on a read-only store is in the default suite
 def test_read_only_store_is_refused_for_writing(tmp_path):
     data = image_folder(tmp_path / "data", per_class=2)
     store = tmp_path / "store"

@@ -22,8 +22,12 @@ COCO_RESULTS = FIXTURES / "detection" / "coco_faster_rcnn_r50_fpn_1x_results.pkl
 
 
 class _RunsCode:
+    """Unpickling this creates the file MARKER: the proof that a loader ran a pickle's code."""
+
+    marker: Path | None = None
+
     def __reduce__(self):
-        return (os.system, ("echo this should never run",))
+        return (os.system, (f"touch {self.marker}",))
 
 
 # --- import-mmdet ---------------------------------------------------------------------------------
@@ -35,8 +39,11 @@ def test_import_mmdet_bad_files(tmp_path):
     assert_error(run("import-mmdet", tmp_path / "text.pkl"), "not a readable pickle")
     (tmp_path / "cut.pkl").write_bytes(COCO_RESULTS.read_bytes()[:300])
     assert_error(run("import-mmdet", tmp_path / "cut.pkl"), "not a readable pickle")
-    (tmp_path / "hostile.pkl").write_bytes(pickle.dumps({"fog": _RunsCode()}))
+    payload = _RunsCode()
+    payload.marker = tmp_path / "code-ran"
+    (tmp_path / "hostile.pkl").write_bytes(pickle.dumps({"fog": payload}))
     assert_error(run("import-mmdet", tmp_path / "hostile.pkl"), "refused to unpickle global")
+    assert not payload.marker.exists()
 
 
 def test_import_mmdet_corruptions_the_pickle_lacks(tmp_path):
@@ -174,11 +181,13 @@ def test_study_hostile_or_truncated_checkpoint(tmp_path):
     config.write_text(STUDY.format(architecture="lenet"))
     checkpoint = tmp_path / "out" / "runs" / "a" / "seed-0" / "checkpoint.pt"
     checkpoint.parent.mkdir(parents=True)
-    checkpoint.write_bytes(pickle.dumps({"model": _RunsCode()}))
-    result = run_process("study", "adversarial", "--config", config, "--out", tmp_path / "out")
+    payload = _RunsCode()
+    payload.marker = tmp_path / "code-ran"
+    checkpoint.write_bytes(pickle.dumps({"model": payload}))
+    result = run("study", "adversarial", "--config", config, "--out", tmp_path / "out")
     line = assert_error(result, str(checkpoint), "refuses to load it")
     assert "weights_only" not in result.err and "allow_pickle" not in result.err
-    assert "should never run" not in result.out
+    assert not payload.marker.exists()
     torch.save({"model": {}}, checkpoint)
     checkpoint.write_bytes(checkpoint.read_bytes()[:200])
     result = run("study", "adversarial", "--config", config, "--out", tmp_path / "out")

@@ -47,7 +47,8 @@ def test_missing_store_is_refused_not_created(command, classification_store, tmp
     assert not typo.exists()
 
 
-@pytest.mark.parametrize("command", ["runs", "show", "report"])
+@pytest.mark.parametrize("command", ["runs", pytest.param("show", marks=pytest.mark.slow),
+                                     pytest.param("report", marks=pytest.mark.slow)])
 def test_read_only_store_is_readable(command, store_copy, tmp_path):
     """Reading needed write access (fails on the old code)."""
     store, run_id = store_copy

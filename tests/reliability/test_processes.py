@@ -60,7 +60,7 @@ def _start(argv: list[str]) -> subprocess.Popen:
 
 
 @needs_proc
-@pytest.mark.parametrize("command", ["corrupt", "evaluate"])
+@pytest.mark.parametrize("command", ["corrupt", pytest.param("evaluate", marks=pytest.mark.slow)])
 def test_workers_exit_within_10_s_of_their_parents_death(command, tmp_path):
     """After kill -9 of the main process, its workers lived on for minutes (fails on the old
     code for evaluate: the DataLoader workers outlived it by over 30 s here)."""
