@@ -283,4 +283,6 @@ def test_imagenet_p_takes_the_setting_perturb_recorded(tmp_path):
     out = json.loads(result.out)
     assert out["config"]["setting"] == "cifar"
     assert not any(m["name"] == "flip_rate" for m in out["metrics"])
-    assert_error(run(*args, "-o", "setting=imagenet"), "--setting cifar", "-o setting=cifar")
+    explicit = run(*args, "-o", "setting=imagenet", "--json")  # an explicit choice is followed
+    assert_ok(explicit)
+    assert json.loads(explicit.out)["config"]["setting"] == "imagenet"

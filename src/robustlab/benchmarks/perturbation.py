@@ -511,14 +511,10 @@ class ImageNetP(_SequenceBenchmark):
                 raise DataError(f"none of {', '.join(sorted(wanted))} is under {root} (found: {', '.join(found)}).")
         else:
             folders = list(found)
-        made_in = recorded_setting(root)  # a folder robustlab perturb wrote says which setting it used
+        made_in = recorded_setting(root)  # a folder robustlab perturb wrote says which setting it used (default)
         setting = setting or made_in or ("cifar" if layout == "cifar" else "imagenet")
         if setting not in ("imagenet", "cifar"):
             raise InputError(f"setting must be imagenet or cifar; got {setting!r}.")
-        if made_in is not None and setting != made_in:
-            raise InputError(f"{root} was made by `robustlab perturb --setting {made_in}`, but the {setting} setting "
-                             f"was asked; its sequences have the {made_in} frame counts. Leave out -o setting (or "
-                             f"give -o setting={made_in}).")
         if frames not in ("released", "any"):
             raise InputError(f"frames must be 'released' (the released frame counts) or 'any'; got {frames!r}.")
         get_stability_baseline(baseline)
