@@ -117,6 +117,26 @@ def single_threaded_worker(parent_pid: int) -> None:
     """Pool initializer: ignore SIGINT, die with the parent, one thread for BLAS/OpenCV/numba."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(parent_pid)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        pass
+    try:
+        import cv2
+
+        cv2.setNumThreads(1)
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import numba
+
+        numba.set_num_threads(1)
+    except (ImportError, ValueError):  # pragma: no cover
+        pass
+
+
 #: Imported first by the forkserver: it exits with the process that started it (see that module).
 FORKSERVER_GUARD = "robustlab.data.forkserver_guard"
 
