@@ -162,3 +162,14 @@ def test_exit_with_parent_in_a_child(tmp_path):
     while time.time() < deadline and living({child}):
         time.sleep(0.05)
     assert not living({child})
+
+
+def test_pool_workers_stay_single_threaded():
+    """The pool already uses every core: each worker runs OpenCV with one thread."""
+    import operator
+
+    import cv2
+
+    from robustlab.data.jobs import run_jobs
+
+    assert set(run_jobs(operator.call, [cv2.getNumThreads] * 4, 2)) == {1}
