@@ -84,7 +84,8 @@ class AdversarialAUC(Benchmark):
                   class_map=None, limit=None, shard_size=1000, corruptions=None, severities=None,
                   save_logits=None, **other: Any) -> dict[str, Any]:
         if corruptions is not None or severities is not None:
-            raise InputError("adversarial-auc takes --eps (and --attack), not corruptions or severities.")
+            raise InputError("adversarial-auc takes attack strengths, not corruptions or severities: give "
+                             "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s.")
         reject_unknown(self.name, {**other, "save_logits": save_logits})
         if attack not in ATTACKS:
             raise unknown_name("attack", attack, ATTACKS)

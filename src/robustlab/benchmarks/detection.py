@@ -53,8 +53,8 @@ from ..errors import DataError, InputError
 from ..metrics.corruption import BENCHMARK_CORRUPTIONS
 from ..metrics.detection import check_iou_threshold, detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
-from ..metrics.under_corruption import rmse_vs_rpc
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..metrics.under_corruption import rmse_vs_rpc, rpc_undefined_reason
+from ..engine.benchmark import Benchmark, MetricRow, Unit, get_benchmark, register_benchmark
 from ..engine.records import Batch, Sample
 from .corruption import select_corruptions
 from ..engine.options import check_positive, reject_unknown
@@ -71,7 +71,7 @@ from .detection_results import (
 )
 
 __all__ = ["CityscapesC", "CocoC", "DetectionCorrupted", "ImageNetVidRobustDetection", "MmdetResults", "VocC",
-           "export_results", "import_mmdet", "relative_paths"]
+           "check_covered", "export_results", "import_mmdet", "relative_paths"]
 
 RPC_CONVENTIONS = ("ratio-of-means", "mean-of-ratios")
 
@@ -322,6 +322,9 @@ def detection_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
         notes.append(f"P / mPC / rPC ({head}, %): {100 * table[('P', '')]:.1f} / {100 * table[('mPC', '')]:.1f} / "
                      f"{100 * table[('rPC', '')]:.1f}; mPC = mean over {len(config['corruptions'])} corruptions x "
                      f"severities {','.join(map(str, config['severities']))}; rPC = mPC / P ({config['rpc']}).")
+        reason = rpc_undefined_reason(table[("P", "")], table[("rPC", "")])
+        if reason:
+            notes.append(reason)
         per = [f"{c} {100 * table[(f'rPC:{head}', c)]:.1f}" for c in config["corruptions"]
                if (f"rPC:{head}", c) in table]
         if per:
@@ -507,9 +510,7 @@ class MmdetResults(Benchmark):
             chosen = chosen if len(chosen) == len(BENCHMARK_CORRUPTIONS) else sorted(nested)
         else:
             chosen = select_corruptions(corruptions)
-        missing = [c for c in chosen if c not in nested]
-        if missing:
-            raise DataError(f"{path} has no results for {', '.join(missing)}; it covers {', '.join(sorted(nested))}.")
+        check_covered(path, nested, chosen)
         sev = list(parse_severities(severities)) if severities is not None else _present_severities(nested, chosen)
         clean = next(iter(nested.values())).get(0, {})
         headline = "AP" if "AP" in clean else "AP50"
@@ -538,6 +539,15 @@ class MmdetResults(Benchmark):
         return detection_text(config, summary, metrics)
 
 
+def check_covered(path: str | Path, nested: Mapping[str, Any], corruptions: Sequence[str]) -> None:
+    """Raise DataError when the results ``nested`` (``{corruption: ...}``, read from ``path``) lack
+    any of ``corruptions``, naming the missing ones and those the file covers."""
+    missing = [c for c in corruptions if c not in nested]
+    if missing:
+        raise DataError(f"{path} has no results for {', '.join(missing)}; it covers {', '.join(sorted(nested))}. "
+                        "Choose corruptions it covers with --corruptions/-c.")
+
+
 def _present_severities(nested: Mapping[str, Mapping[int, Any]], names: Sequence[str]) -> list[int]:
     """Severities >= 1 present for every one of ``names`` (1-5 in a complete file)."""
     common = set.intersection(*({s for s in nested[c] if s >= 1} for c in names)) if names else set()
@@ -561,6 +571,7 @@ def import_mmdet(path: str | Path, *, corruptions: str | Sequence[str] = "benchm
     names = list(BENCHMARK_CORRUPTIONS) if corruptions == "benchmark" else select_corruptions(corruptions)
     if corruptions == "benchmark" and not all(c in nested for c in names):
         names = sorted(nested)
+    check_covered(path, nested, names)
     sev = list(parse_severities(severities)) if severities is not None else _present_severities(nested, names)
     perf = performance_under_corruption(nested, corruptions=names, severities=sev, rpc=rpc)  # type: ignore[arg-type]
     headline = "AP" if "AP" in perf else "AP50"
@@ -576,9 +587,25 @@ def import_mmdet(path: str | Path, *, corruptions: str | Sequence[str] = "benchm
 
 def export_results(result, path: str | Path) -> Path:
     """Write a detection run's results by suffix: ``.pkl`` (mmdetection nesting, plain data),
-    ``.json`` (the same nesting) or ``.csv`` (every metric row)."""
+    ``.json`` (the same nesting) or ``.csv`` (every metric row).
+
+    Raises
+    ------
+    InputError
+        When the run is not a detection-under-corruption run (its benchmark is named), or the
+        file name has another suffix.
+    """
     path = Path(path)
     config = result.config
+    try:
+        task = getattr(get_benchmark(result.benchmark), "task", None)
+    except InputError:  # a benchmark this installation does not know (a plugin that is gone)
+        task = None
+    has_cells = any(setting == CLEAN for _, setting, _ in result.metrics)
+    if task != "detection" or not has_cells or "corruptions" not in config or "severities" not in config:
+        raise InputError(f"run {result.run_id} is a {result.benchmark} run, not a detection run under corruption: "
+                         "export-detection exports runs of coco-c, voc-c, cityscapes-c, detection-corrupted and "
+                         "mmdet-results (see `robustlab runs`).")
     if path.suffix == ".csv":
         return write_csv(result.metrics, path)
     nested = nesting_from_rows(result.metrics, kind=config.get("metric", "coco"), corruptions=config["corruptions"],

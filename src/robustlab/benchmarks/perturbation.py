@@ -50,7 +50,7 @@ from ..metrics.stability import (
     top5_distance,
 )
 from ..perturbations import frame_count, generate, get_perturbation, list_perturbations
-from ..perturbations.dataset import resolve_perturbations, sequence_seed
+from ..perturbations.dataset import recorded_setting, resolve_perturbations, sequence_seed
 from ..perturbations.io import (
     VIDEO_EXTENSIONS,
     is_sequence_entry,
@@ -610,7 +610,8 @@ class ImageNetP(_SequenceBenchmark):
                 raise DataError(f"none of {', '.join(sorted(wanted))} is under {root} (found: {', '.join(found)}).")
         else:
             folders = list(found)
-        setting = setting or ("cifar" if layout == "cifar" else "imagenet")
+        made_in = recorded_setting(root)  # a folder robustlab perturb wrote says which setting it used (default)
+        setting = setting or made_in or ("cifar" if layout == "cifar" else "imagenet")
         if setting not in ("imagenet", "cifar"):
             raise InputError(f"setting must be imagenet or cifar; got {setting!r}.")
         if frames not in ("released", "any"):

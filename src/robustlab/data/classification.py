@@ -37,14 +37,19 @@ from pathlib import Path
 import numpy as np
 
 from ..corruptions.api import corrupt
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, did_you_mean
 from ..seeding import derive_seed
+from ..fsutil import explain_os_error
+from ..safeload import load_npy
 from .fingerprint import files_fingerprint
+from .folders import skipped_subfolders
 from .images import is_image_file, read_image
 from .wordnet import ilsvrc_wnids
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SEVERITIES = (1, 2, 3, 4, 5)
+#: Largest number of classes a class map may define (ImageNet-21k has 21,841).
+MAX_CLASSES = 1_000_000
 
 ClassMapLike = str | os.PathLike | Mapping[str, int] | Sequence[str] | None
 
@@ -219,25 +224,57 @@ Samples = ImageFolderSamples | ArraySamples | CorruptedSamples | SizeCheckedSamp
 
 @functools.lru_cache(maxsize=64)
 def _open_npy(path: str) -> np.ndarray:
-    try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read array file {path}: {exc}. It must be a .npy file of uint8 images.") from exc
+    return load_npy(path, what="array file", mmap_mode="r")
 
 
 # --- class maps -------------------------------------------------------------------------------------
 
 
 def class_folders(root: str | os.PathLike) -> list[str]:
-    """Sorted names of the visible subfolders of ``root`` (DataError when there are none)."""
+    """Sorted names of the class subfolders of ``root`` (DataError when there are none).
+
+    Hidden folders, robustlab output trees and results stores inside ``root`` are not classes
+    (see :func:`robustlab.data.folders.skipped_subfolders`).
+    """
     base = Path(root)
     if not base.is_dir():
         raise DataError(f"dataset folder {base} does not exist or is not a folder; check the path.")
-    names = sorted(e.name for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
+    try:
+        entries = list(os.scandir(base))
+    except OSError as exc:
+        raise DataError(explain_os_error(exc, base, "list the folder")) from exc
+    folders = [e.name for e in entries if e.is_dir()]
+    skipped = skipped_subfolders(str(base), folders, [e.name for e in entries if e.is_file()])
+    names = sorted(n for n in folders if n not in skipped)
     if not names:
         raise DataError(f"dataset folder {base} has no class subfolders; the layout must be "
                         "<root>/<class>/<image> (e.g. ImageNet val sorted into wnid folders).")
     return names
+
+
+def load_class_map(path: str | os.PathLike) -> dict | list:
+    """Read a class map JSON file: a list of class names in index order, or ``{class: index}``.
+
+    Raises
+    ------
+    DataError
+        Naming the file when it is missing (with a suggestion when the name looks like a
+        misspelt ``auto``/``imagenet``/``sorted``), unreadable, not JSON, or neither a list nor
+        an object. The entries themselves are checked by :func:`resolve_class_map`.
+    """
+    p = Path(path).expanduser()
+    try:
+        value = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"class map file {p} does not exist; a class map is auto, imagenet, sorted or a "
+                        f"JSON file.{did_you_mean(str(path), ('auto', 'imagenet', 'sorted'))}") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read class map {p}: {exc}. It must be JSON: a list of class names "
+                        "in index order or an object {class: index}.") from None
+    if not isinstance(value, (dict, list)):
+        raise DataError(f"class map {p} holds a {type(value).__name__}; it must be a JSON list of class names in "
+                        "index order or an object {class: index}.")
+    return value
 
 
 def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") -> tuple[dict[str, int], tuple[str, ...]]:
@@ -261,30 +298,34 @@ def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") 
                             "give a class map {folder: index}.")
         index = {w: i for i, w in enumerate(wnids)}
         return {f: index[f] for f in folders}, tuple(wnids)
+    source = "class map"
     if isinstance(class_map, (str, os.PathLike)):
-        path = Path(class_map)
-        try:
-            class_map = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise DataError(f"class map file {path} does not exist.") from None
-        except (OSError, ValueError) as exc:
-            raise DataError(f"cannot read class map {path}: {exc}. It must be JSON: a list of class names "
-                            "in index order or an object {class: index}.") from exc
+        source = f"class map {class_map}"
+        class_map = load_class_map(class_map)
     if isinstance(class_map, Mapping):
-        mapping = {str(k): int(v) for k, v in class_map.items()}
+        mapping = {}
+        for name, i in class_map.items():
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < MAX_CLASSES:
+                raise InputError(f"{source} gives {name!r} the index {i!r}; indices must be integers in "
+                                 f"0..{MAX_CLASSES - 1}, e.g. {{\"cat\": 0, \"dog\": 1}}.")
+            mapping[str(name)] = int(i)
         n = max(mapping.values()) + 1 if mapping else 0
         names_list = [f"class_{i}" for i in range(n)]
         for name, i in mapping.items():
-            if i < 0:
-                raise InputError(f"class map gives {name!r} the negative index {i}.")
             names_list[i] = name
         names = tuple(names_list)
-    elif isinstance(class_map, Sequence):
-        names = tuple(str(c) for c in class_map)
+    elif isinstance(class_map, Sequence) and not isinstance(class_map, (str, bytes)):
+        if not all(isinstance(c, str) for c in class_map):
+            raise InputError(f"{source} must list class names (strings) in index order; got "
+                             f"{[c for c in class_map if not isinstance(c, str)][:3]!r} among them.")
+        if len(set(class_map)) != len(class_map):
+            twice = sorted({c for c in class_map if list(class_map).count(c) > 1})[:3]
+            raise InputError(f"{source} lists {twice} more than once; give each class once, in index order.")
+        names = tuple(class_map)
         mapping = {n: i for i, n in enumerate(names)}
     else:
         raise InputError(f"class_map must be 'auto', 'imagenet', 'sorted', a dict, a list or a JSON path; "
-                         f"got {type(class_map).__name__}.")
+                         f"{source} is a {type(class_map).__name__}.")
     unknown = sorted(set(folders) - set(mapping))
     if unknown:
         raise DataError(f"class folders {unknown[:5]} are not in the class map ({len(mapping)} classes); "
@@ -293,6 +334,17 @@ def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") 
 
 
 # --- readers ------------------------------------------------------------------------------------------
+
+
+def _file_or_link(entry: os.DirEntry) -> bool:
+    """A file, or a symbolic link that does not lead to a folder (a broken link, a link loop):
+    such a sample is listed, and reading it records the problem, instead of vanishing silently."""
+    try:
+        if entry.is_symlink():
+            return not os.path.isdir(entry.path)
+        return entry.is_file()
+    except OSError:
+        return True
 
 
 def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto", *,
@@ -327,8 +379,8 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete "
                             "(re-extract it or evaluate fewer classes).")
         try:
-            entries = sorted(e.name for e in os.scandir(base / cls) if e.is_file() and not e.name.startswith(".")
-                             and is_image_file(e.name))
+            entries = sorted(e.name for e in os.scandir(base / cls) if not e.name.startswith(".")
+                             and is_image_file(e.name) and _file_or_link(e))
         except FileNotFoundError:
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete.") from None
         for name in entries:
@@ -396,7 +448,7 @@ def read_cifar_c(root: str | os.PathLike, corruption: str, severity: int, *,
     label_path = base / "labels.npy"
     if not label_path.is_file():
         raise DataError(f"CIFAR-10-C labels file {label_path} is missing.")
-    labels = np.asarray(np.load(label_path, allow_pickle=False)).astype(np.int64).reshape(-1)
+    labels = np.asarray(load_npy(label_path, what="CIFAR-10-C labels file")).astype(np.int64).reshape(-1)
     if len(labels) != len(images):
         raise DataError(f"{label_path} has {len(labels)} labels but {path} has {len(images)} images.")
     n = len(images) // 5

@@ -167,6 +167,8 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IoU matrix (N, M) of xyxy boxes ``a`` (N, 4) and ``b`` (M, 4); 0 where the union is 0."""
     a = np.asarray(a, np.float64).reshape(-1, 4)
     b = np.asarray(b, np.float64).reshape(-1, 4)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise InputError("box_iou: boxes must be finite (x1, y1, x2, y2) coordinates; got NaN or infinity.")
     iw = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
     ih = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
     inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
@@ -294,6 +296,9 @@ def average_precision(recall: np.ndarray, precision: np.ndarray, *,
         raise InputError(f"recall {rec.shape} and precision {prec.shape} differ in length.")
     if not (np.all(np.isfinite(rec)) and np.all(np.isfinite(prec))):
         raise InputError("recall and precision must be finite.")
+    for name, values in (("recall", rec), ("precision", prec)):
+        if values.size and (values.min() < 0 or values.max() > 1):
+            raise InputError(f"{name} must be fractions in [0, 1]; got values in [{values.min():g}, {values.max():g}].")
     if method == "11-point":
         total = 0.0
         for t in np.linspace(0.0, 1.0, 11):
@@ -410,8 +415,11 @@ def ap_per_class(ground_truth: Sequence[Any], detections: Sequence[Any], *,
 
 
 def mean_ap(per_class: Mapping[int, float]) -> float:
-    """Mean of per-class APs (NaN when no class has ground truth)."""
+    """Mean of per-class APs (fractions in [0, 1]; NaN when no class has ground truth)."""
     values = list(per_class.values())
+    for label, value in per_class.items():
+        if not (isinstance(value, (int, float, np.integer, np.floating)) and 0.0 <= float(value) <= 1.0):
+            raise InputError(f"per_class[{label!r}] is {value!r}; an AP must be a fraction in [0, 1].")
     return float(np.mean(values)) if values else math.nan
 
 

@@ -113,9 +113,9 @@ def _describe_location(location) -> str:
         return ""
     if getattr(location, "sqlite_path", None) is not None:
         return str(location.sqlite_path.parent)
-    import re
+    from ..store.location import hide_password
 
-    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", str(getattr(location, "url", location)))
+    return hide_password(str(getattr(location, "url", location)))
 
 
 def write_report(store, out: str | os.PathLike, *, fmt: str | None = None, runs: Iterable[str] | None = None,
@@ -130,10 +130,10 @@ def write_report(store, out: str | os.PathLike, *, fmt: str | None = None, runs:
     if fmt not in FORMATS:
         raise InputError(f"unknown report format {fmt!r}: use one of {', '.join(FORMATS)}.")
     results = collect_results(store, runs, benchmarks)
-    if not results:
-        raise InputError(f"no complete runs to report in {getattr(store, 'location', store)}: evaluate a model first "
-                         "(robustlab evaluate ...) or check --store.")
     where = _describe_location(getattr(store, "location", None))
+    if not results:
+        raise InputError(f"no complete runs to report in the store {where}: evaluate a model first "
+                         "(robustlab evaluate ...) or check --store.")
     context = ReportContext(store=store)
     text = {"html": lambda: render_html(results, title=title, store=where, context=context),
             "markdown": lambda: render_markdown(results, title=title, context=context),

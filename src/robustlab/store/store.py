@@ -34,7 +34,7 @@ from . import catalog
 from .catalog import SCHEMA_VERSION, metrics, problems, runs, units
 from .database import Database
 from .identity import RUN_ID_LENGTH, canonical_json, run_id_for
-from .location import StoreLocation, resolve_location
+from .location import STORE_ENV, StoreLocation, resolve_location
 from .predictions import read_unit_file, unit_file_name, write_unit_file
 
 #: Run states: registered, being worked on, all units and metrics done, stopped by an error.
@@ -105,9 +105,12 @@ class Store:
         busy_timeout: float = 15.0,
         lock_retries: int = 3,
         durable: bool = False,
+        must_exist: bool = False,
     ) -> None:
         self.location = location
         self.durable = bool(durable)
+        if must_exist and location.sqlite_path is not None and not location.sqlite_path.exists():
+            raise _no_store_error(location)
         self._options = {
             "busy_timeout": busy_timeout,
             "lock_retries": lock_retries,
@@ -119,7 +122,7 @@ class Store:
         self.migrated_from: int | None = None
         self.backup_path: Path | None = None
         try:
-            self._prepare_schema()
+            self._prepare_schema(must_exist=must_exist)
         except BaseException:
             self._db.close()
             raise
@@ -536,7 +539,7 @@ class Store:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _prepare_schema(self) -> None:
+    def _prepare_schema(self, *, must_exist: bool = False) -> None:
         where = self.location.describe()
         foreign_ok = not self.location.is_sqlite
         version = self._db.run(
@@ -545,6 +548,8 @@ class Store:
         )
         if version == SCHEMA_VERSION:
             return
+        if version is None and must_exist:
+            raise _no_store_error(self.location)
         if version is not None:
             catalog.check_supported(version, where)
             if self.location.sqlite_path is not None:
@@ -629,6 +634,7 @@ def open_store(
     busy_timeout: float = 15.0,
     lock_retries: int = 3,
     durable: bool = False,
+    must_exist: bool = False,
 ) -> Store:
     """Open (creating or migrating as needed) the results store at ``location``.
 
@@ -651,11 +657,20 @@ def open_store(
         place only when complete; SQLite ``synchronous=NORMAL``), and after a power loss at
         worst the last units are redone. True: also flush every Parquet file and SQLite commit
         to the disk (``fsync``; about 10 ms more per unit on a slow disk).
+    must_exist : bool
+        Refuse a location that holds no store yet instead of creating one (what reading
+        commands do: a typo in ``--store`` must not silently give an empty store).
+
+    Notes
+    -----
+    A catalog this process cannot write (read-only file, folder or mount) is opened read-only:
+    reading works, writing raises a StoreError saying so.
 
     Raises
     ------
     StoreError
-        When the location is not a store (another kind of file), is locked, or has a newer schema.
+        When the location is not a store (another kind of file), is locked, has a newer schema,
+        or (``must_exist``) holds no store.
     InputError
         When the location is malformed (unsupported URL scheme, in-memory SQLite).
     """
@@ -664,6 +679,17 @@ def open_store(
         busy_timeout=busy_timeout,
         lock_retries=lock_retries,
         durable=durable,
+        must_exist=must_exist,
+    )
+
+
+def _no_store_error(location: StoreLocation) -> StoreError:
+    where = location.describe()
+    what = f"no store at {where} (the file does not exist)" if location.sqlite_path is not None else \
+        f"the database {where} holds no robustlab store"
+    return StoreError(
+        f"{what}: check --store (or ${STORE_ENV}) for a typo; `robustlab evaluate` creates a store when it first "
+        "writes results."
     )
 
 

@@ -76,6 +76,7 @@ from ..attacks import epsilon_sweep
 from ..data.arrays import ArrayDataset
 from ..errors import DataError, InputError, ModelError
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
+from ..safeload import load_checkpoint
 from ..seeding import derive_seed
 from .architectures import build_architecture, weights_fingerprint
 from .config import DATASETS, Condition, StudyConfig, config_from_dict, load_config
@@ -248,10 +249,16 @@ def run_one(cfg: StudyConfig, cond: Condition, seed: int, out: Path, data: Study
                                 weight_decay=recipe.weight_decay)
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[recipe.drop_epoch], gamma=0.1)
     if state_path.exists():
-        state = torch.load(state_path, map_location=device, weights_only=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
+        state = load_checkpoint(state_path, what="study checkpoint", map_location=device, fix="delete it to "
+                                "train this condition and seed again", required_keys=("model", "optimizer",
+                                "scheduler", "epoch", "init_fingerprint"))
+        try:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"study checkpoint {state_path} does not fit this study's model ({type(exc).__name__}); "
+                            "it was written with another configuration: delete it to train this seed again.") from None
         start, fingerprint = int(state["epoch"]), state["init_fingerprint"]
     x_test, y_test = test.tensors()
     pick = data.evaluation_indices(len(test), cfg.eval_samples)
