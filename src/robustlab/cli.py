@@ -368,6 +368,8 @@ def evaluate_command(
                                       "changed data as a new run)."),
     fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
                                     "(paths, sizes, modification times) or content (file hashes)."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Largest image decoded (width x height; "
+                                             "default 178956970, Pillow's bomb limit); larger ones are skipped."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
 ) -> None:
@@ -385,7 +387,7 @@ def evaluate_command(
                           batch_size=batch_size, workers=workers, device=device, limit=limit,
                           preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
                           num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
-                          ray_address=ray_address, tag=tag, fingerprint=fingerprint,
+                          ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
                           progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
     except KeyboardInterrupt:
         typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)

@@ -133,8 +133,6 @@ def test_evaluate_resumes_after_sigkill_identically(tmp_path):
             np.testing.assert_array_equal(got[unit][column], want[unit][column])
 
 
-@pytest.mark.xfail(strict=True, reason="needs engine v2: a resume checks the dataset fingerprint and refuses to mix "
-                   "units of the old and the new data")
 def test_evaluate_resume_after_the_data_changed_does_not_mix(tmp_path):
     data = image_folder(tmp_path / "data", per_class=4)
     store = tmp_path / "store"

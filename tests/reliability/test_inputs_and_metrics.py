@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -27,7 +26,7 @@ from robustlab.perturbations.dataset import SUMMARY_NAME as PERTURB_SUMMARY
 from robustlab.safeload import load_checkpoint, load_npy
 from robustlab.store.location import CATALOG_FILE, hide_password, resolve_location
 
-from .helpers import EVALUATE, assert_error, assert_ok, image_folder, picture, run, sixteen_bit_grey
+from .helpers import EVALUATE, assert_ok, image_folder, picture, run, sixteen_bit_grey
 
 
 # --- decoding every image mode ----------------------------------------------------------------------

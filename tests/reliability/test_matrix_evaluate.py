@@ -1,6 +1,5 @@
 """The bad-input matrix for `robustlab evaluate` (benchmark ``corrupted`` on a labelled folder,
-a tiny 2-class model). Cases that need the evaluation engine's next version are marked
-``xfail(strict=True)``: they flip to passing (and must then lose the mark) when it lands."""
+a tiny 2-class model)."""
 
 from __future__ import annotations
 
@@ -31,7 +30,6 @@ from .helpers import (
     write_truncated_jpeg,
 )
 
-ENGINE_V2 = "needs engine v2: "
 
 
 def evaluate(data: Path, store: Path, *extra: str, process: bool = False, **process_options):
@@ -95,8 +93,6 @@ def test_unreadable_samples_are_recorded_problems(tmp_path):
     assert metric(out, "n_samples", "clean") == 4
 
 
-@pytest.mark.xfail(strict=True, reason=ENGINE_V2 + "a sample unreadable in one setting (a 1x1 image cannot be "
-                   "corrupted) is left out of every setting and reported, so CE compares the same samples")
 def test_1x1_image_is_treated_alike_in_clean_and_corrupted(tmp_path):
     data = image_folder(tmp_path / "data", per_class=2)
     Image.fromarray(np.zeros((1, 1, 3), np.uint8)).save(data / "cat" / "dot.png")
@@ -137,7 +133,6 @@ def test_image_over_the_pixel_limit_is_a_recorded_problem(tmp_path):
     assert metric(out, "n_samples", "clean") == 4
 
 
-@pytest.mark.xfail(strict=True, reason=ENGINE_V2 + "evaluate --max-pixels")
 def test_max_pixels_option(tmp_path):
     data = image_folder(tmp_path / "data", per_class=2)
     Image.fromarray(picture(40, seed=5)).save(data / "cat" / "big.png")
@@ -200,8 +195,6 @@ def test_bad_class_map_entries(tmp_path):
     assert no_runs(tmp_path / "store")
 
 
-@pytest.mark.xfail(strict=True, reason=ENGINE_V2 + "engine.options.class_map_config reads the file with "
-                   "robustlab.data.classification.load_class_map (a JSONDecodeError traceback today)")
 def test_bad_class_map_json(tmp_path):
     data = image_folder(tmp_path / "data", per_class=1)
     bad = tmp_path / "map.json"
@@ -230,7 +223,6 @@ def test_unknown_names(tmp_path):
     assert "weights file is gone" in line
 
 
-@pytest.mark.xfail(strict=True, reason=ENGINE_V2 + "a model that cannot be built leaves no (pending) run behind")
 def test_model_that_cannot_be_built_leaves_no_run(tmp_path):
     data = image_folder(tmp_path / "data", per_class=1)
     assert_error(run("evaluate", "--model", f"python:{MODELS}:make_failing", *_model_spec_args(data, tmp_path / "s")))
@@ -257,8 +249,6 @@ def test_error_in_a_worker_process_is_one_line(tmp_path):
     assert_error(run(*argv), "different sizes", "--resize")
 
 
-@pytest.mark.xfail(strict=True, reason=ENGINE_V2 + "a model raising in forward is a ModelError naming the model "
-                   "and the sample")
 def test_model_raising_in_forward_names_model_and_sample(tmp_path):
     data = image_folder(tmp_path / "data", per_class=1)
     result = run("evaluate", "--model", f"python:{MODELS}:make_raising", "--resize", "32", "--crop", "32",
@@ -267,8 +257,6 @@ def test_model_raising_in_forward_names_model_and_sample(tmp_path):
     assert_error(result, "make_raising", "cat/0.png")
 
 
-@pytest.mark.xfail(strict=True, reason=ENGINE_V2 + "a run is tied to a fingerprint of its data: after images change, "
-                   "a rerun does not return the stored numbers of the old data")
 def test_changed_data_is_not_answered_with_old_numbers(tmp_path):
     data = image_folder(tmp_path / "data", per_class=2)
     first = parsed(evaluate(data, tmp_path / "store"))

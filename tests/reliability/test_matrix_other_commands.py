@@ -10,7 +10,6 @@ from pathlib import Path
 
 import av
 import numpy as np
-import pytest
 import torch
 
 from robustlab.metrics.importers import read_mmdet_robustness_results

@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from robustlab.perturbations.dataset import SUMMARY_NAME as PERTURB_SUMMARY

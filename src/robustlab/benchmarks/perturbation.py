@@ -39,6 +39,7 @@ import torch
 
 from ..data.classification import ImageFolderSamples, read_image_folder, resolve_class_map
 from ..data.fingerprint import files_fingerprint
+from ..safeload import load_npy
 from ..errors import DataError, InputError
 from ..metrics.stability import (
     TEST_PERTURBATIONS,
@@ -668,7 +669,7 @@ class ImageNetP(_SequenceBenchmark):
         frames, stride = self._frames(config, folder), self._max_stride(config, folder) or 0
         if config["layout"] == "cifar":
             if config["labels"]:
-                labels = np.asarray(np.load(config["labels"], allow_pickle=False)).astype(np.int64).reshape(-1)
+                labels = np.asarray(load_npy(config["labels"], what="CIFAR-10-P labels")).astype(np.int64).reshape(-1)
                 if len(labels) < stop:
                     raise DataError(f"{config['labels']} has {len(labels)} labels, fewer than the {stop} sequences of "
                                     f"{folder}.npy.")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import io
 import os
 from pathlib import Path
@@ -59,14 +62,32 @@ _GREY16_MODES = ("I;16", "I;16B", "I;16L", "I;16N")
 _TO_RGB_MODES = ("L", "1", "P", "PA", "LA", "RGBA", "RGBX", "RGBa", "La", "CMYK", "YCbCr", "LAB", "HSV")
 
 
+#: The limit :func:`read_image` applies when it is given none: :data:`DEFAULT_MAX_PIXELS`, or
+#: what :func:`max_pixels_limit` sets for the code it wraps (the evaluation engine sets a run's
+#: ``--max-pixels`` around each batch it loads, in whatever process loads it).
+_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("robustlab_max_pixels", default=None)
+
+
+@contextlib.contextmanager
+def max_pixels_limit(value: int | None):
+    """Within this block, :func:`read_image` calls that give no ``max_pixels`` use ``value``
+    (None: the default)."""
+    token = _LIMIT.set(None if value is None else check_max_pixels(value))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
 def check_max_pixels(value: int | None) -> int:
-    """The pixel limit to apply: ``value`` checked (a positive integer), or the default when None.
+    """The pixel limit to apply: ``value`` checked (a positive integer), or the default when None
+    (:data:`DEFAULT_MAX_PIXELS`, or the limit a :func:`max_pixels_limit` block set).
 
     Pillow has no per-call limit, so a ``value`` above Pillow's own (process-wide) threshold
     raises that threshold for this process; robustlab's check in :func:`read_image` then decides.
     """
     if value is None:
-        return DEFAULT_MAX_PIXELS
+        return _LIMIT.get() or DEFAULT_MAX_PIXELS
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InputError(f"max_pixels must be a positive integer (width x height); got {value!r}.")
     if Image.MAX_IMAGE_PIXELS is not None and 2 * Image.MAX_IMAGE_PIXELS < value:

@@ -146,7 +146,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
              wrap: str | list[str] | None = None, executor: str | Executor = "local",
              ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
-             **options: Any) -> EvaluationResult:
+             max_pixels: int | None = None, **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -182,6 +182,9 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     fingerprint : ``"stat"`` (default) or ``"content"``
         How each unit's data is fingerprinted when stored (paths with sizes and modification
         times, or content hashes); a resume or a rerun refuses data that changed since.
+    max_pixels : int, optional
+        Largest image decoded (width x height; default Pillow's decompression-bomb limit,
+        178,956,970); larger ones are skipped as problems. Part of the run's identity when given.
     **options : benchmark options (``clean_data``, ``clean_run``, ``seed``, ``profile``,
         ``class_map``, ``shard_size``...)
 
@@ -203,6 +206,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         if not isinstance(tag, str) or not tag.strip():
             raise InputError(f"tag must be a non-empty string; got {tag!r}.")
         config["tag"] = tag
+    if max_pixels is not None:  # which images are skipped as too large changes the numbers
+        from ..data.images import check_max_pixels
+
+        config["max_pixels"] = check_max_pixels(max_pixels)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
                      "num_classes": num_classes, "wrap": canonical_wrap(wrap)}
     name = model_key(model, model_options)
@@ -213,6 +220,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
             full_id = st.get_run(ref).id
             if config.get(key) == ref:
                 config[key] = full_id
+        known = {r.id for r in st.list_runs(benchmark=bench.name, model=name)}
         run_id = st.register_run(name, bench.name, bench.dataset_id(config), config, spec)
         stream = UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint)
         stream.verify()
@@ -225,7 +233,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                                    batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
             except BaseException:
                 with contextlib.suppress(Exception):
-                    st.set_run_status(run_id, "failed")
+                    if run_id not in known and not st.completed_units(run_id):
+                        st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
+                    else:
+                        st.set_run_status(run_id, "failed")
                 raise
         record = st.get_run(run_id)
         if pending or record.status != "complete" or not st.get_metrics(run_id):

@@ -18,6 +18,7 @@ New executors subclass :class:`Executor` and register with ``EXECUTORS.add(name,
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -29,7 +30,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from ..data.jobs import pool_context
+from ..data.jobs import exit_with_parent, pool_context
 from ..errors import InputError
 from ..registry import Registry
 from .benchmark import Benchmark
@@ -73,16 +74,18 @@ class ImagePreparer:
 
     Workers receive this small picklable object instead of the model (which may be large, or a
     user's class that cannot be pickled). Attributes: ``preprocessing`` (the adapter's
-    :class:`~robustlab.models.Preprocessing`, or None) and ``precomputed`` (True for result-file
-    "models" that need no pixels). Calling it prepares one uint8 HxWx3 image.
+    :class:`~robustlab.models.Preprocessing`, or None), ``precomputed`` (True for result-file
+    "models" that need no pixels) and ``max_pixels`` (the run's image-size limit, applied while
+    a batch loads). Calling it prepares one uint8 HxWx3 image.
     """
 
     preprocessing: Any = None
     precomputed: bool = False
+    max_pixels: int | None = None
 
     @classmethod
-    def of(cls, model: Any) -> ImagePreparer:
-        return cls(getattr(model, "preprocessing", None), bool(getattr(model, "precomputed", False)))
+    def of(cls, model: Any, max_pixels: int | None = None) -> ImagePreparer:
+        return cls(getattr(model, "preprocessing", None), bool(getattr(model, "precomputed", False)), max_pixels)
 
     def __call__(self, image: np.ndarray) -> np.ndarray:
         return image if self.preprocessing is None else self.preprocessing.prepare_image(image)
@@ -233,14 +236,16 @@ def stack_shared(arrays: list[np.ndarray]) -> torch.Tensor:
     return out
 
 
-def _init_worker(_: int) -> None:
-    """Worker set-up: Ctrl-C goes to the parent; OpenCV single-threaded (the workers share the
-    cores; torch already limits itself to one thread in DataLoader workers). Kept this light on
-    purpose: threadpoolctl and numba thread set-up cost ~10% of a short run's CPU time.
+def _init_worker(_: int, main_pid: int | None = None) -> None:
+    """Worker set-up: exit soon after the run's main process dies (even by SIGKILL); Ctrl-C
+    goes to the parent; OpenCV single-threaded (the workers share the cores; torch already
+    limits itself to one thread in DataLoader workers). Kept this light on purpose:
+    threadpoolctl and numba thread set-up cost ~10% of a short run's CPU time.
 
     Workers start from a forkserver (:func:`robustlab.data.jobs.pool_context`), never by forking
     this process: forking a process whose OpenCV or OpenMP thread pools are running leaves the
     child's pools deadlocked (seen: ``cv2.setNumThreads`` hanging forever in a forked worker)."""
+    exit_with_parent(main_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import cv2
 
@@ -299,9 +304,11 @@ class LocalExecutor(Executor):
 
             ledger = UnitLedger(store, run_id, batch_size, bar, stats, on_unit_done=release)
             loader = DataLoader(
-                _BatchLoader(benchmark, ImagePreparer.of(net)), sampler=batch_tasks(stream, ledger, batch_size, share),
+                _BatchLoader(benchmark, ImagePreparer.of(net, config.get("max_pixels"))),
+                sampler=batch_tasks(stream, ledger, batch_size, share),
                 batch_size=None, num_workers=workers, collate_fn=pass_through,
-                pin_memory=device.type == "cuda", worker_init_fn=_init_worker if workers else None,
+                pin_memory=device.type == "cuda",
+                worker_init_fn=functools.partial(_init_worker, main_pid=os.getpid()) if workers else None,
                 prefetch_factor=4 if workers else None, persistent_workers=False,
                 multiprocessing_context=pool_context(WORKER_PRELOAD) if workers else None,
             )

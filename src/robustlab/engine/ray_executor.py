@@ -25,6 +25,7 @@ flight, and running the same command again resumes from the store.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
@@ -189,6 +190,7 @@ class RayExecutor(Executor):
         prepare, error = ray.get(actors[0].preparer.remote())
         if error is not None:
             raise_recorded(error)
+        prepare = dataclasses.replace(prepare, max_pixels=config.get("max_pixels"))
         load = ray.remote(load_remote).options(num_cpus=1, max_retries=3)
         bench_ref, prepare_ref = ray.put(benchmark), ray.put(prepare)
         stats = ExecutionStats()

@@ -189,17 +189,20 @@ def load_batch(benchmark: Benchmark, task: BatchTask, prepare, *, stack=None) ->
     corruption...) becomes a problem of the batch; any other robustlab error is returned in
     ``Batch.error`` so the executor raises it as one clear message, not as a worker traceback.
     """
+    from ..data.images import max_pixels_limit
+
     source = task.source.get() if isinstance(task.source, SourceHandle) else task.source
     samples, positions, problems = [], [], []
     try:
-        for i in range(task.start, task.stop):
-            try:
-                sample = benchmark.load(source, i, prepare)
-            except RobustlabError as exc:
-                problems.append((i, sample_id(source, i), str(exc)))
-                continue
-            samples.append(sample)
-            positions.append(i)
+        with max_pixels_limit(getattr(prepare, "max_pixels", None)):
+            for i in range(task.start, task.stop):
+                try:
+                    sample = benchmark.load(source, i, prepare)
+                except RobustlabError as exc:
+                    problems.append((i, sample_id(source, i), str(exc)))
+                    continue
+                samples.append(sample)
+                positions.append(i)
         return collate(samples, unit=task.unit, start=task.start, positions=positions, problems=problems, stack=stack)
     except RobustlabError as exc:
         return Batch(unit=task.unit, start=task.start, positions=np.zeros(0, np.int64), ids=np.zeros(0, "<U1"),
