@@ -350,9 +350,7 @@ class Store:
             else self._db.run(lambda conn: self._resolve(conn, run_id), write=False)
         )
         relative = f"{rid}/{unit_file_name(unit)}"
-        if not replace:
-            if unit in self.completed_units(rid):
-                return False
+        if not replace:  # a file of its own; the catalog decides below whether it is the one
             relative = relative.replace(".parquet", f".{secrets.token_hex(4)}.parquet")
         path = self.predictions_dir / relative
         n_rows = write_unit_file(path, columns, json.loads(meta_json), fsync=self.durable)
