@@ -390,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     if "ray" in sections:
         import ray
 
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
         try:
             ray_run(model, data, args.batch_size, None, "ray")  # warm-up: workers import torch once
             local, remote = best_pair(lambda: ray_run(model, data, args.batch_size, args.workers, "local"),

@@ -149,10 +149,8 @@ class RayExecutor(Executor):
         kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False,
                                   "configure_logging": False}
         try:
-            if self.address:
-                ray.init(address=self.address, **kwargs)
-            else:
-                ray.init(**kwargs)
+            # "local" starts a new Ray even when a stale /tmp/ray/ray_current_cluster names another
+            ray.init(address=self.address or "local", **kwargs)
         except (ConnectionError, RuntimeError, TimeoutError) as exc:
             raise InputError(f"cannot start or join Ray ({'at ' + self.address if self.address else 'locally'}): "
                              f"{exc}") from None
