@@ -34,12 +34,20 @@ built-in families live in :mod:`robustlab.benchmarks`; other packages register t
 the entry-point group ``robustlab.benchmarks``. Adding a benchmark never changes the executors.
 """
 
+from ..lazy import lazy_exports
 from .benchmark import BENCHMARKS, Benchmark, MetricRow, Unit, get_benchmark, list_benchmarks, register_benchmark
-from .classification import classify_batch, top1_errors, top5_errors
 from .evaluation import EvaluationResult, compute_metrics, evaluate, load_result, opened_store
-from .executor import EXECUTORS, ExecutionStats, Executor, LocalExecutor, default_workers, get_executor
 from .records import Batch, Sample
 from .work import DataChangedError, UnitStream
+
+# Executors and per-batch helpers import torch: they load on first use, so a rerun of a stored
+# run (and `robustlab show`) never imports it.
+_LAZY = {
+    **dict.fromkeys(("classify_batch", "top1_errors", "top5_errors"), ".classification"),
+    **dict.fromkeys(("EXECUTORS", "ExecutionStats", "Executor", "LocalExecutor", "default_workers", "get_executor"),
+                    ".executor"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "BENCHMARKS", "Batch", "Benchmark", "DataChangedError", "EXECUTORS", "EvaluationResult", "ExecutionStats",

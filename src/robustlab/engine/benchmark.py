@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from ..errors import InputError
 from ..registry import Registry
 from .records import Batch, Sample, sample_id, source_fingerprint
+
+if TYPE_CHECKING:
+    import torch
 
 MetricRow = tuple[str, str, float]
 
@@ -145,6 +147,8 @@ def metric_rows_text(metrics: Iterable[MetricRow]) -> list[str]:
 
 def model_device(model: Any) -> torch.device:
     """The device of a model's parameters (CPU for a model without parameters)."""
+    import torch
+
     device = getattr(model, "device", None)
     if isinstance(device, torch.device):
         return device

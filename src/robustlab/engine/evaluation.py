@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import hashlib
 import math
 import time
@@ -12,11 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import Preprocessing, select_device
-from ..models.registry import object_name
-from ..models.wrappers import canonical_wrap
+from ..models.preprocessing import Preprocessing
 from .benchmark import Benchmark, MetricRow, get_benchmark
-from .executor import Executor
 
 
 @dataclass
@@ -134,6 +132,8 @@ def model_key(model: object, options: Mapping[str, Any]) -> str:
             if module.endswith(".py"):
                 key = f"python:{Path(module).expanduser().resolve()}:{attr}"
     else:
+        from ..models.registry import object_name
+
         key = getattr(model, "name", None) or object_name(model)
     extras = [f"{k}={v}" for k, v in sorted(options.items()) if v is not None]
     return key + (f" [{', '.join(extras)}]" if extras else "")
@@ -144,7 +144,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              batch_size: int = 64, workers: int | None = None, device: str | None = None,
              limit: int | None = None, preprocessing: Preprocessing | dict | None = None,
              num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
-             wrap: str | list[str] | None = None, executor: str | Executor = "local",
+             wrap: str | list[str] | None = None, executor: str | Any = "local",
              ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
              max_pixels: int | None = None, **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
@@ -211,10 +211,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
 
         config["max_pixels"] = check_max_pixels(max_pixels)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
-                     "num_classes": num_classes, "wrap": canonical_wrap(wrap)}
+                     "num_classes": num_classes, "wrap": _canonical_wrap(wrap)}
     name = model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
-    dev = select_device(device)
+    check_device(device)
     with opened_store(store) as st:
         for key, ref in bench.related_runs(config).items():  # fail early if missing; resolve id prefixes
             full_id = st.get_run(ref).id
@@ -229,7 +229,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         if pending:
             st.set_run_status(run_id, "running")
             try:
-                stats = runner.run(ModelRef(model, preprocessing, num_classes, dev, wrap), bench, config, stream, st, run_id,
+                from ..models.protocol import select_device
+
+                stats = runner.run(ModelRef(model, preprocessing, num_classes, select_device(device), wrap), bench,
+                                   config, stream, st, run_id,
                                    batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -247,6 +250,22 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     result.seconds = time.perf_counter() - start
     result.executor = runner.name
     return result
+
+
+def _canonical_wrap(wrap):
+    if not wrap:
+        return None
+    from ..models.wrappers import canonical_wrap  # imports torch: only when the run wraps its model
+
+    return canonical_wrap(wrap)
+
+
+def check_device(device: str | None) -> None:
+    """Refuse a malformed device name before anything runs (torch, which decides whether the
+    device exists, is imported only when a model must run)."""
+    text = "auto" if device is None else str(device)
+    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", text):
+        raise InputError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.")
 
 
 def _executor_options(executor: Any, workers: int | None, ray_address: str | None) -> dict[str, Any]:

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from ..data.jobs import exit_with_parent, pool_context
 from ..errors import InputError
@@ -204,14 +202,18 @@ def batch_tasks(stream: UnitStream, ledger: UnitLedger, batch_size: int,
 # --- local executor ----------------------------------------------------------------------------------
 
 
-class _BatchLoader(Dataset):
-    """``loader[task]`` -> the task's :class:`~robustlab.engine.records.Batch` (in a worker)."""
+class _BatchLoader:
+    """``loader[task]`` -> the task's :class:`~robustlab.engine.records.Batch` (in a worker); the
+    local executor's map-style dataset (torch is imported where it runs, not with this module)."""
 
     def __init__(self, benchmark: Benchmark, prepare: ImagePreparer) -> None:
         self.benchmark = benchmark
         self.prepare = prepare
 
     def __getitem__(self, task: BatchTask):
+        import torch
+        from torch.utils.data import get_worker_info
+
         shared = get_worker_info() is not None
         batch = load_batch(self.benchmark, task, self.prepare, stack=stack_shared if shared else None)
         if shared and isinstance(batch.pixels, list):  # torch tensors travel through shared memory
@@ -224,9 +226,12 @@ def pass_through(batch):
     return batch
 
 
-def stack_shared(arrays: list[np.ndarray]) -> torch.Tensor:
+def stack_shared(arrays: list[np.ndarray]):
     """Stack equal-shape uint8 arrays into one tensor; in a worker, straight into shared memory
     (as torch's default collate does), so sending the batch to the main process copies nothing."""
+    import torch
+    from torch.utils.data import get_worker_info
+
     shape = (len(arrays), *arrays[0].shape)
     if get_worker_info() is None:
         return torch.from_numpy(np.stack(arrays))
@@ -284,6 +289,9 @@ class LocalExecutor(Executor):
             loaded=None) -> ExecutionStats:
         batch_size = check_batch_size(batch_size)
         net = loaded if loaded is not None else model.load()
+        import torch
+        from torch.utils.data import DataLoader
+
         device = getattr(net, "device", None) or torch.device("cpu")
         stats = ExecutionStats()
         start = time.perf_counter()

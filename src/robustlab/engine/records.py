@@ -26,10 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from ..errors import InputError, RobustlabError
+
+if TYPE_CHECKING:  # torch is imported where pixels become tensors, not when records are
+    import torch
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ class Batch:
 
     def pin_memory(self) -> Batch:
         """The batch with its pixels in pinned memory (the DataLoader's pin-memory thread calls this)."""
+        import torch
+
         if isinstance(self.pixels, torch.Tensor):
             self.pixels = self.pixels.pin_memory()
         elif isinstance(self.pixels, list):
@@ -138,11 +144,15 @@ class Batch:
 
     def label_tensor(self, device: torch.device | str = "cpu") -> torch.Tensor:
         """The labels as an int64 tensor on ``device`` (e.g. for an attack)."""
+        import torch
+
         return torch.as_tensor(self.labels, dtype=torch.int64, device=device)
 
 
 def to_float(pixels: Any, device: torch.device | str, *, channels_first: bool = True) -> torch.Tensor:
     """uint8 channels-last pixels (numpy or torch) -> float32 [0, 1] tensor on ``device``."""
+    import torch
+
     t = pixels if isinstance(pixels, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(pixels))
     device = torch.device(device)
     t = t.to(device, non_blocking=device.type == "cuda")
