@@ -83,8 +83,8 @@ def test_nan_and_wrong_class_count_raise_model_errors(imagenet_c_root, tmp_path)
     with pytest.raises(ModelError, match=r"'python:tiny_models.ChannelModel@\w+' returned 3 classes.*1000"):
         evaluate(ChannelModel(3), "imagenet-c", imagenet_c_root, store=tmp_path, workers=0, progress=False,
                  corruptions="fog", severities="1")
-    with open_store(tmp_path) as store:
-        assert {r.status for r in store.list_runs()} == {"failed"}
+    with open_store(tmp_path) as store:  # nothing was computed: the failed runs leave nothing behind
+        assert store.list_runs() == []
 
 
 def test_corrupt_jpeg_is_recorded_and_skipped(tmp_path):
