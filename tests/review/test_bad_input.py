@@ -61,7 +61,7 @@ def test_malformed_tasks_name_the_line(tmp_path, third_line, message):
 def test_malformed_tasks_from_the_command_line(tmp_path, monkeypatch, capsys):
     (tmp_path / TASKS).write_text(json.dumps(ANCHOR) + "\n\n{oops\n")
     code, out = run_cli(monkeypatch, capsys, "review", "serve", str(tmp_path / TASKS))
-    assert code == 2 and "line 3: not valid JSON" in out
+    assert code == 1 and "line 3: not valid JSON" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == [TASKS]  # nothing written
     (tmp_path / "empty.jsonl").write_text("# nothing\n")
     with pytest.raises(DataError, match="holds no tasks"):
@@ -81,7 +81,7 @@ def test_missing_frames_are_listed_and_the_server_refuses_to_start(task_dir, mon
     assert "2 frame(s)" in message and all(str(task_dir / key) in message for key in gone)
     assert "does not start" in message
     code, out = run_cli(monkeypatch, capsys, "review", "serve", str(task_dir / TASKS), "--port", "1")
-    assert code == 2 and all(key.split("/")[-1] in out for key in gone)
+    assert code == 1 and all(key.split("/")[-1] in out for key in gone)
     assert not (task_dir / "review.db").exists()
 
 
@@ -92,7 +92,7 @@ def test_duplicate_user_is_a_clear_error(tmp_path, monkeypatch, capsys):
     assert code == 0 and "added annotator 'ana'" in out
     code, out = run_cli(monkeypatch, capsys, "review", "add-user", "ana", "--role", "admin", "--db", db,
                         "--password-stdin", stdin="another password\n")
-    assert code == 2 and "user 'ana' already exists" in out
+    assert code == 1 and "user 'ana' already exists" in out
     with pytest.raises(InputError, match="already exists"):
         add_user(db, "ana", "annotator", "yet another one")
 
@@ -118,14 +118,14 @@ def test_unreachable_database_is_a_clear_error_and_nothing_is_written(task_dir, 
     assert "cannot reach" in str(err.value) and "s3cret-pw" not in str(err.value)
     assert "reviewer:***@127.0.0.1" in str(err.value)
     code, out = run_cli(monkeypatch, capsys, "review", "serve", str(task_dir / TASKS), "--db", url)
-    assert code == 2 and "cannot reach" in out and "s3cret-pw" not in out
+    assert code == 1 and "cannot reach" in out and "s3cret-pw" not in out
     code, out = run_cli(monkeypatch, capsys, "review", "add-user", "ana", "--role", "annotator", "--db", url,
                         "--password-stdin", stdin="long enough pw\n")
-    assert code == 2 and "cannot reach" in out and "s3cret-pw" not in out
+    assert code == 1 and "cannot reach" in out and "s3cret-pw" not in out
     assert sorted(p.name for p in task_dir.iterdir()) == before
     code, out = run_cli(monkeypatch, capsys, "review", "add-user", "ana", "--role", "annotator", "--db",
                         "mysql://root:pw@localhost/db", "--password-stdin", stdin="long enough pw\n")
-    assert code == 2 and "unsupported store URL scheme" in out and ":pw@" not in out
+    assert code == 1 and "unsupported store URL scheme" in out and ":pw@" not in out
 
 
 def test_database_of_another_task_set_is_refused(task_dir, tmp_path, password_hashes):
@@ -150,4 +150,4 @@ def test_database_of_another_task_set_is_refused(task_dir, tmp_path, password_ha
 
 def test_serve_needs_tasks_or_demo(monkeypatch, capsys):
     code, out = run_cli(monkeypatch, capsys, "review", "serve")
-    assert code == 2 and "give a TASKS file" in out
+    assert code == 1 and "give a TASKS file" in out

@@ -46,7 +46,7 @@ def test_finetune_then_evaluate_the_spec_with_a_wrapper(monkeypatch, capsys, col
 def test_bad_finetune_input_is_one_clear_line(monkeypatch, capsys, colour_folder, tmp_path):
     code, out, err = run_cli(monkeypatch, capsys, "finetune", "--model", f"python:{TINY}:make_tiny3", "--data",
                              colour_folder, "--out", tmp_path / "run", "--classes", "vid30,doggo")
-    assert code == 2 and err.startswith("error: unknown class 'doggo'") and "dog (n02084071)" in err
+    assert code == 1 and err.startswith("error: unknown class 'doggo'") and "dog (n02084071)" in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -59,14 +59,14 @@ def test_stylize_refuses_unpinned_weights_then_runs_with_pins(monkeypatch, capsy
     args = ["stylize", tmp_path / "data", "--styles", tmp_path / "styles", "--out", tmp_path / "out",
             "--weights-dir", tmp_path / "weights", "--workers", "1", "--device", "cpu", "--no-progress"]
     code, out, err = run_cli(monkeypatch, capsys, *args)
-    assert code == 2 and "refusing unverified AdaIN weights" in err and not (tmp_path / "out").exists()
+    assert code == 1 and "refusing unverified AdaIN weights" in err and not (tmp_path / "out").exists()
     # the CLI's networks are the released width: the small test files are refused as another architecture
     pins = ["--weights-sha256", f"vgg_normalised.pth={weights.digests['encoder']}",
             "--weights-sha256", f"decoder.pth={weights.digests['decoder']}"]
     code, out, err = run_cli(monkeypatch, capsys, *args, *pins)
-    assert code == 2 and "another architecture" in err
+    assert code == 1 and "another architecture" in err
     code, out, err = run_cli(monkeypatch, capsys, *args, "--weights-sha256", "decoder.pth")
-    assert code == 2 and "write NAME=SHA256" in err
+    assert code == 1 and "write NAME=SHA256" in err
 
 
 @pytest.mark.parametrize("command", ["finetune", "stylize"])

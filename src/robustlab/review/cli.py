@@ -20,7 +20,7 @@ def serve_command(
     tasks: Optional[Path] = typer.Argument(None, help="review_tasks.jsonl (or its folder) written by "
                                            "`robustlab video sample`."),
     db: Optional[str] = typer.Option(None, "--db", help="Review database: a .db file, sqlite:///file.db or "
-                                     "postgresql://user@host/db [default: review.db beside TASKS]."),
+                                     "postgresql://user@host/db \\[default: review.db beside TASKS]."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (default: this machine only)."),
     port: int = typer.Option(8000, "--port", help="TCP port."),
     demo: bool = typer.Option(False, "--demo", help="Serve the embedded demo's video set instead of TASKS "
