@@ -34,6 +34,8 @@ Usage::
     python perf/parity_torch.py                                  # everything (about an hour of CPU)
     python perf/parity_torch.py --corruptions fog,frost --scenes 500 --max-draws 64
     python perf/parity_torch.py --json parity_torch.json --record
+    python perf/parity_torch.py --table             # the recorded parity.json as a Markdown table
+    python perf/parity_torch.py --glass-offsets     # glass blur with the numpy path's offsets only
 
 Exit status 1 when a bound is missed.
 """
@@ -167,22 +169,39 @@ def pixel_parity(images: dict[str, np.ndarray], names: list[str], seed: int, dra
     return cells
 
 
+def one_pass_shuffle(img: np.ndarray, offsets: np.ndarray, d: int) -> np.ndarray:
+    """The shuffle as a naive parallel copy: every visited pixel reads the unshuffled image
+    (what the sequential loop is not; shows how much the chains of copies matter)."""
+    h, w = img.shape[:2]
+    out = img.copy()
+    rows = (h - d - np.arange(h - 2 * d))[:, None]      # visit order: rows and columns descending
+    cols = (w - d - np.arange(w - 2 * d))[None, :]
+    out[rows, cols] = img[rows + offsets[..., 1], cols + offsets[..., 0]]
+    return out
+
+
 def glass_same_offsets(images: dict[str, np.ndarray], seed: int) -> list[dict]:
-    """Torch glass blur with the numpy path's own offsets vs the numpy path, per severity."""
+    """Torch glass blur with the numpy path's own offsets vs the numpy path, per severity.
+
+    Also the shuffle alone on the clean images: the torch parallel shuffle (pointer jumping)
+    against the numpy path's sequential loop, and a naive one-pass parallel copy against the
+    loop (fractions of pixels that differ, largest over the images).
+    """
+    from robustlab.corruptions._kernels import glass_shuffle as sequential_shuffle
     from robustlab.corruptions._kernels import severity_param
     from robustlab.corruptions.blur import GLASS
-    from robustlab.corruptions.torch.blur import glass_blur_offsets
+    from robustlab.corruptions.torch.blur import glass_blur_offsets, glass_shuffle
     from robustlab.corruptions.torch.ops import to_levels
 
     rows = []
     for s in SEVERITIES:
         sigma, d, iterations = severity_param(GLASS, "imagecorruptions", s)
-        diffs, maxes, identical = [], [], []
+        diffs, maxes, identical, shuffle_differs, one_pass_differs = [], [], [], [], []
         for img in images.values():
             h, w = img.shape[:2]
             rs = np.random.RandomState(seed)
-            offsets = [torch.from_numpy(rs.randint(-d, d, size=(h - 2 * d, w - 2 * d, 2)))[None]
-                       for _ in range(iterations)]
+            drawn = [rs.randint(-d, d, size=(h - 2 * d, w - 2 * d, 2)) for _ in range(iterations)]
+            offsets = [torch.from_numpy(o)[None] for o in drawn]
             x = torch.from_numpy(img).permute(2, 0, 1)[None].float() / 255
             got = to_levels(glass_blur_offsets(x, sigma, d, offsets))[0].permute(1, 2, 0).numpy().astype(np.int16)
             want = corrupt(img, "glass_blur", s, rng=np.random.RandomState(seed)).astype(np.int16)
@@ -190,7 +209,18 @@ def glass_same_offsets(images: dict[str, np.ndarray], seed: int) -> list[dict]:
             diffs.append(float(diff.mean()))
             maxes.append(int(diff.max()))
             identical.append(float(np.mean(diff == 0)))
-        rows.append({"severity": s, "mean_diff": max(diffs), "max_diff": max(maxes), "identical_min": min(identical)})
+            # the shuffle alone, same offsets: parallel (torch) and one-pass copy vs the sequential loop
+            sequential = sequential_shuffle(img.copy(), d, iterations, np.random.RandomState(seed))
+            parallel = torch.from_numpy(img).permute(2, 0, 1)[None]
+            naive = img
+            for step, o in zip(offsets, drawn):
+                parallel = glass_shuffle(parallel, step, d)
+                naive = one_pass_shuffle(naive, o, d)
+            parallel = parallel[0].permute(1, 2, 0).numpy()
+            shuffle_differs.append(float(np.mean((parallel != sequential).any(axis=2))))
+            one_pass_differs.append(float(np.mean((naive != sequential).any(axis=2))))
+        rows.append({"severity": s, "mean_diff": max(diffs), "max_diff": max(maxes), "identical_min": min(identical),
+                     "shuffle_differs_max": max(shuffle_differs), "one_pass_differs_max": max(one_pass_differs)})
     return rows
 
 
@@ -305,6 +335,38 @@ def format_table(entries: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def _cell(value, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def markdown_table(entries: dict[str, dict]) -> str:
+    """The record's entries as a Markdown table (the figures of :func:`format_table`)."""
+    lines = ["| corruption | kind | mean \\|d\\| | max | strength gap (se) | KS | error gap, points (se) | n | ok |",
+             "|---|---|--:|--:|--:|--:|--:|--:|---|"]
+    for name, e in entries.items():
+        strength = (f"{100 * e['strength_gap']:.2f} % ({100 * e['strength_se']:.2f})"
+                    if "strength_gap" in e else "-")
+        error = (f"{e['error_gap_points']:+.2f} ({e['error_se_points']:.2f}), sev. {e['error_severity']}"
+                 if "error_gap_points" in e else "-")
+        ok = "yes" if e.get("ok") else "**no**: " + "; ".join(e.get("missed", []))
+        if e.get("ok") and set(e.get("measured", [])) != {"pixels", "classifier"}:
+            ok += f" ({', '.join(e.get('measured', []))} only)"
+        lines.append(f"| {name} | {e['kind']} | {_cell(e.get('mean_diff'), '.3f')} | {_cell(e.get('max_diff'), 'd')} "
+                     f"| {strength} | {_cell(e.get('ks'), '.3f')} | {error} | {_cell(e.get('scenes'), ',d')} | {ok} |")
+    return "\n".join(lines)
+
+
+def markdown_glass(rows: list[dict]) -> str:
+    """:func:`glass_same_offsets`' rows as a Markdown table."""
+    lines = ["| severity | glass blur: mean \\|diff\\| | max diff | identical pixels | shuffle only: parallel "
+             "vs sequential, pixels differing | one-pass copy vs sequential |",
+             "|--:|--:|--:|--:|--:|--:|"]
+    for g in rows:
+        lines.append(f"| {g['severity']} | {g['mean_diff']:.4f} | {g['max_diff']} | {100 * g['identical_min']:.3f} % "
+                     f"| {100 * g['shuffle_differs_max']:.3f} % | {100 * g['one_pass_differs_max']:.1f} % |")
+    return "\n".join(lines)
+
+
 def load_record() -> dict:
     """The current record (a run on a subset or one phase updates only what it measured)."""
     if RECORD_PATH.is_file():
@@ -345,10 +407,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--json", type=Path, help="write every figure here (updated after each phase)")
+    parser.add_argument("--table", action="store_true", help="print the recorded parity.json as a Markdown "
+                        "table and exit (measures nothing)")
+    parser.add_argument("--glass-offsets", action="store_true", help="run only glass blur with the numpy path's "
+                        "own offsets (on --images) and print it as a Markdown table")
     parser.add_argument("--record", action="store_true",
                         help=f"update {RECORD_PATH.relative_to(BENCH_DIR.parent)} with the outcome (after each phase)")
     args = parser.parse_args(argv)
+    if args.table:
+        record = load_record()
+        if not record.get("corruptions"):
+            print(f"no parity recorded in {RECORD_PATH}", file=sys.stderr)
+            return 1
+        names = [n for n in resolve_corruptions(args.corruptions) if n in record["corruptions"]]
+        print(markdown_table({n: record["corruptions"][n] for n in names}))
+        print(f"\nRecorded by {record.get('made_by', '?')} with torch {record.get('torch', '?')} on the "
+              f"{record.get('device', '?')}; bounds {record.get('bounds', {})}.")
+        return 0
     torch.set_num_threads(args.threads)
+    if args.glass_offsets:
+        images = {k: as_rgb(v) for k, v in test_images(args.images).items()}
+        print(markdown_glass(glass_same_offsets(images, args.seed)))
+        print("\nimages: " + ", ".join(f"{k} {v.shape[0]}x{v.shape[1]}" for k, v in images.items())
+              + f"; seed {args.seed}")
+        return 0
     names = resolve_corruptions(args.corruptions)
     images = {k: as_rgb(v) for k, v in test_images(args.images).items()}
     print("images: " + ", ".join(f"{k} {v.shape}" for k, v in images.items()))
