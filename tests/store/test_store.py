@@ -132,6 +132,24 @@ def test_units_round_trip_and_resume_semantics(store):
     assert list(some) == ["fog/2/shard-0001", "fog/1/shard-0000"]
 
 
+def test_lazy_predictions_read_each_unit_on_lookup(store):
+    run_id = register(store)
+    written = {f"fog/1/shard-{k:04d}": unit_columns(20 + k, seed=k) for k in range(3)}
+    for unit, columns in written.items():
+        store.write_unit(run_id, unit, columns)
+    lazy = store.read_predictions(run_id, lazy=True)
+    assert not isinstance(lazy, dict) and list(lazy) == sorted(written) and len(lazy) == 3
+    assert "fog/1/shard-0001" in lazy and "fog/9/shard-0000" not in lazy
+    for unit, columns in lazy.items():
+        for name, array in written[unit].items():
+            np.testing.assert_array_equal(columns[name], array)
+    assert lazy["fog/1/shard-0000"] is not lazy["fog/1/shard-0000"]  # read again, nothing kept
+    with pytest.raises(KeyError):
+        lazy["fog/9/shard-0000"]
+    with pytest.raises(StoreError, match="fog/9"):
+        store.read_predictions(run_id, ["fog/9/shard-0000"], lazy=True)
+
+
 def test_rewriting_a_unit_replaces_it(store):
     run_id = register(store)
     store.write_unit(run_id, "snow/5/shard-0000", unit_columns(10, seed=1))

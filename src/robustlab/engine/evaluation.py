@@ -281,12 +281,12 @@ def _executor_options(executor: Any, workers: int | None, ray_address: str | Non
 
 def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[str, Any], unit_keys: list[str]) -> None:
     """Recompute a run's metrics from its stored predictions and mark it complete."""
-    predictions = store.read_predictions(run_id, unit_keys)
+    predictions = store.read_predictions(run_id, unit_keys, lazy=True)
     missing = sorted(set(unit_keys) - set(predictions))
     if missing:
         raise InputError(f"run {run_id} is missing {len(missing)} units (e.g. {missing[0]}); evaluate again to "
                          "finish it before computing metrics.")
-    related = {alias: store.read_predictions(rid) for alias, rid in benchmark.related_runs(config).items()}
+    related = {alias: store.read_predictions(rid, lazy=True) for alias, rid in benchmark.related_runs(config).items()}
     rows = benchmark.metrics(config, predictions, related)
     store.put_metrics(run_id, rows)
     store.set_run_status(run_id, "complete")

@@ -394,8 +394,8 @@ class Store:
         return self.read_predictions(run_id, [unit])[unit]
 
     def read_predictions(
-        self, run_id: str, units: Iterable[str] | None = None
-    ) -> dict[str, dict[str, np.ndarray]]:
+        self, run_id: str, units: Iterable[str] | None = None, *, lazy: bool = False
+    ) -> Mapping[str, dict[str, np.ndarray]]:
         """Per-sample predictions of a run, by unit (sorted by unit name unless ``units`` is given).
 
         Parameters
@@ -404,6 +404,10 @@ class Store:
             Run id or unique prefix.
         units : iterable of str, optional
             Units to read (in this order); default all stored units.
+        lazy : bool
+            Return a read-only mapping that reads a unit's file each time it is looked up, so that
+            a pass over a 3.75M-sample run holds one unit in memory rather than all of them (the
+            engine computes metrics this way). Default: a dict of every unit, read now.
 
         Raises
         ------
@@ -428,6 +432,8 @@ class Store:
                 f"run {rid} has no stored predictions for unit(s) {', '.join(map(repr, missing[:5]))}"
                 f"{' ...' if len(missing) > 5 else ''}: they have not finished. Resume the run to compute them."
             )
+        if lazy:
+            return UnitPredictions(order, lambda unit: self._read_file(rid, rows[unit]))
         return {unit: self._read_file(rid, rows[unit]) for unit in order}
 
     def delete_unit(self, run_id: str, unit: str) -> None:
@@ -623,6 +629,33 @@ class Store:
                 "(store.delete_unit) and resume the run."
             )
         return columns
+
+
+class UnitPredictions(Mapping):
+    """A run's predictions by unit, read from disk on each lookup (``read_predictions(lazy=True)``).
+
+    Iterating over items reads one unit at a time and keeps none, so memory stays at one unit's
+    columns whatever the run's size; a metric that needs several passes reads the files again.
+    """
+
+    def __init__(self, units: list[str], read) -> None:
+        self._units = list(units)
+        self._known = frozenset(self._units)
+        self._read = read
+
+    def __getitem__(self, unit: str) -> dict[str, np.ndarray]:
+        if unit not in self._known:
+            raise KeyError(unit)
+        return self._read(unit)
+
+    def __iter__(self):
+        return iter(self._units)
+
+    def __len__(self) -> int:
+        return len(self._units)
+
+    def __contains__(self, unit: object) -> bool:
+        return unit in self._known
 
 
 def open_store(
