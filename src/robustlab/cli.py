@@ -350,7 +350,13 @@ def evaluate_command(
     baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
                                                "imagenet-p: a stored run of a baseline model on the same data "
                                                "(normalises CE / FR / T5D); 'self' for this run."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="corrupted: base seed of the per-image seeds (0)."),
+    on_the_fly: bool = typer.Option(False, "--on-the-fly", help="imagenet-c: --data is the clean ImageNet val "
+                                    "folder; corrupt in memory (resize 256, crop 224, corrupt), write no images."),
+    corruption_backend: Optional[str] = typer.Option(None, "--corruption-backend", help="imagenet-c --on-the-fly: "
+                                                     "numpy (in the loading workers) or torch (on the model's "
+                                                     "device) \\[default: torch on a GPU, else numpy]."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="corrupted, imagenet-c --on-the-fly: base seed of the "
+                                       "per-image seeds (0)."),
     profile: Optional[str] = typer.Option(None, "--profile", help="corrupted: corruption parameter profile."),
     class_map: Optional[str] = typer.Option(None, "--class-map", help="auto, imagenet, sorted or a JSON file."),
     save_logits: bool = typer.Option(False, "--save-logits", help="Also store full logits per sample."),
@@ -384,7 +390,8 @@ def evaluate_command(
     from .engine.options import parse_key_values, preprocessing_from_args
 
     extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
-             "class_map": class_map, "baseline_run": baseline_run}
+             "class_map": class_map, "baseline_run": baseline_run, "on_the_fly": on_the_fly or None,
+             "corruption_backend": corruption_backend}
     extra = {k: v for k, v in extra.items() if v is not None}
     try:
         result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,

@@ -147,7 +147,7 @@ def test_corrupted_benchmark_same_results_with_workers(labelled_root, tmp_path):
 
 
 def test_options_are_validated(imagenet_c_root, labelled_root, tmp_path):
-    with pytest.raises(InputError, match="does not take the option.*seed"):
+    with pytest.raises(InputError, match="seed applies to --on-the-fly evaluation"):
         evaluate(ChannelModel(), "imagenet-c", imagenet_c_root, store=tmp_path, seed=3, progress=False)
     with pytest.raises(InputError, match="benchmark"):
         evaluate(ChannelModel(), "imagenet-d", imagenet_c_root, store=tmp_path)

@@ -90,6 +90,9 @@ def world(tmp_path_factory):
 
 CASES = {
     "imagenet-c": ("demo:cnn", "imagenet-c", {"class_map": "sorted", "severities": "1,2", "batch_size": 5}),
+    "imagenet-c-on-the-fly": ("demo:cnn", "imagenet-c", {"on_the_fly": True, "corruption_backend": "torch",
+                                                         "class_map": "sorted", "corruptions": "fog,contrast",
+                                                         "severities": "1", "batch_size": 4}),
     "imagenet-p": ("demo:cnn", "perturbed", {"setting": "cifar", "limit": 3, "class_map": "sorted",
                                              "perturbations": "rotate,gaussian_noise", "batch_size": 2}),
     "detection": ("demo:detector", "detection-corrupted", {"corruptions": "fog,contrast", "severities": "1,3",
@@ -117,7 +120,7 @@ def assert_same_columns(a: dict, b: dict) -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ray_gives_the_local_executors_columns(case, world, ray_cluster, tmp_path):
     model, benchmark, options = CASES[case]
-    data = world["scenes" if case in ("imagenet-p", "adversarial") else case]
+    data = world["scenes" if case in ("imagenet-p", "adversarial", "imagenet-c-on-the-fly") else case]
     local = evaluate(model, benchmark, data, store=tmp_path / "local", workers=1, progress=False, **options)
     remote = evaluate(model, benchmark, data, store=tmp_path / "ray", executor="ray", progress=False, **options)
     assert remote.executor == "ray" and remote.run_id == local.run_id

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from ..corruptions import resolve_corruptions
 from ..corruptions.dataset import parse_severities
 from ..corruptions.api import MIN_SIZE
 from ..data.classification import (
+    PreparedSamples,
+    SampleView,
     SizeCheckedSamples,
     class_folders,
     corrupt_on_the_fly,
@@ -36,11 +39,63 @@ from ..metrics.corruption import (
     get_corruption_baseline,
     relative_corruption_errors,
 )
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
-from ..engine.options import check_positive, class_map_config, reject_unknown
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.records import Sample, sample_id
+from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
 from ..engine.classification import error_rows, setting_counts
 
 CLEAN = "clean"
+
+#: Where ``imagenet-c --on-the-fly`` corrupts: ``numpy`` in the loading workers (the faithful
+#: kernels), ``torch`` after batching on the model's device.
+CORRUPTION_BACKENDS = ("numpy", "torch")
+
+#: The geometry that made the released ImageNet-C (make_imagenet_c.py: Resize(256),
+#: CenterCrop(224) on PIL images, bilinear), applied before the corruption.
+IMAGENET_C_SIZE = (256, 224)
+
+
+def imagenet_c_geometry():
+    """A picklable uint8 HxWx3 -> 224x224 function: ImageNet-C's resize and centre crop."""
+    from ..models.preprocessing import Preprocessing
+
+    return Preprocessing(resize=IMAGENET_C_SIZE[0], crop=IMAGENET_C_SIZE[1], interpolation="bilinear").prepare_image
+
+
+def default_corruption_backend(device: str | None) -> str:
+    """``torch`` when the model runs on a GPU (``cuda``, ``cuda:N``, ``mps``, or ``auto`` with
+    CUDA present), ``numpy`` otherwise."""
+    text = "auto" if device is None else str(device)
+    if text == "auto":
+        import torch
+
+        return "torch" if torch.cuda.is_available() else "numpy"
+    return "numpy" if text == "cpu" else "torch"
+
+
+def check_corruption_backend(backend: str) -> str:
+    from ..errors import unknown_name
+
+    if backend not in CORRUPTION_BACKENDS:
+        raise unknown_name("corruption backend", backend, CORRUPTION_BACKENDS)
+    return backend
+
+
+@dataclass(frozen=True)
+class PendingCorruption:
+    """A sample's corruption still to apply on the model's device (the ``torch`` backend)."""
+
+    corruption: str
+    severity: int
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceCorruptedSamples(SampleView):
+    """Clean images to be corrupted after batching, on the model's device: reading returns the
+    clean image, and each loaded sample carries its :class:`PendingCorruption` as context."""
+
+    corruption: str = ""
+    severity: int = 0
 
 
 def select_corruptions(spec: str | Iterable[str] | None, available: Iterable[str] | None = None) -> list[str]:
@@ -210,6 +265,17 @@ def _defined(ratio, corruptions: Iterable[str]) -> dict[str, float]:
     return out
 
 
+def on_the_fly_note(config: Mapping[str, Any]) -> str:
+    """What an ``imagenet-c --on-the-fly`` run measured and how it differs from the released files."""
+    where = ("after batching, on the model's device (torch backend; within the parity bounds of the numpy "
+             "kernels, see docs/torch-backend.md)" if config["corruption_backend"] == "torch"
+             else "in the loading workers (numpy backend, the faithful kernels)")
+    return (f"ImageNet-C made on the fly from the clean images in {config['data']}: resize 256, centre crop 224, "
+            f"then each corruption {where}, seed {config['seed']}. Unlike the released files, the images are not "
+            "JPEG-compressed (quality 85) and each image's noise comes from its own seed: errors are close to those on "
+            "the released files, not bit-identical.")
+
+
 def corruption_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow], *, clean_hint: str) -> list[str]:
     names = {(m, s) for m, s, _ in metrics}
     notes = []
@@ -298,11 +364,30 @@ class ImageNetC(Benchmark):
 
     name = "imagenet-c"
 
+    def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
+        if options.get("on_the_fly") and options.get("corruption_backend") is None:
+            return {**options, "corruption_backend": default_corruption_backend(device)}
+        return options
+
     def configure(self, data: str, *, corruptions=None, severities=None, class_map=None, clean_data=None,
                   clean_run=None, limit=None, classes_per_unit=100, shard_size=10000, baseline="alexnet",
-                  baseline_run=None, top_k=5, save_logits=False, **other: Any) -> dict[str, Any]:
+                  baseline_run=None, top_k=5, save_logits=False, on_the_fly=False, corruption_backend=None,
+                  seed=None, clean=None, **other: Any) -> dict[str, Any]:
         reject_unknown(self.name, other)
         root = Path(data).expanduser().resolve()
+        if on_the_fly:
+            if clean_data is not None or clean_run is not None:
+                raise InputError("with --on-the-fly the data folder holds the clean images and they are evaluated "
+                                 "as setting 'clean': leave out --clean-data and --clean-run.")
+            return self._configure_on_the_fly(
+                root, corruptions=corruptions, severities=severities, class_map=class_map, limit=limit,
+                classes_per_unit=classes_per_unit, baseline=baseline, baseline_run=baseline_run, top_k=top_k,
+                save_logits=save_logits, backend=corruption_backend or "numpy", seed=0 if seed is None else seed,
+                clean=True if clean is None else clean)
+        for key, value in (("corruption_backend", corruption_backend), ("seed", seed), ("clean", clean)):
+            if value is not None:
+                raise InputError(f"{key} applies to --on-the-fly evaluation from clean images; the released "
+                                 "ImageNet-C files are already corrupted (add --on-the-fly, or leave it out).")
         cifar = (root / "labels.npy").is_file()
         if cifar:
             available = {p.stem: list(range(1, 6)) for p in root.glob("*.npy") if p.stem != "labels"}
@@ -343,6 +428,30 @@ class ImageNetC(Benchmark):
                                  f"ImageNet-C folders have {len(names)}; give a class map covering both.")
         return config
 
+    def _configure_on_the_fly(self, root: Path, *, corruptions, severities, class_map, limit, classes_per_unit,
+                              baseline, baseline_run, top_k, save_logits, backend, seed, clean) -> dict[str, Any]:
+        from ..corruptions import get_corruption
+
+        if (root / "labels.npy").is_file():
+            raise InputError(f"{root} holds CIFAR arrays; --on-the-fly reads a clean ImageNet-style folder "
+                             "(<root>/<wnid>/<image>). For CIFAR-10-C, evaluate the released arrays.")
+        chosen = select_corruptions(corruptions)
+        for c in chosen:
+            get_corruption(c)
+        get_corruption_baseline(baseline)
+        config: dict[str, Any] = {
+            "data": str(root), "layout": "on-the-fly", "corruption_backend": check_corruption_backend(backend),
+            "seed": check_seed(seed), "profile": "imagenet-c", "clean": bool(clean), "corruptions": chosen,
+            "severities": list(parse_severities(severities if severities is not None else "1-5")),
+            "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+            "save_logits": bool(save_logits), "baseline": baseline, "clean_data": None, "clean_run": None,
+            "baseline_run": baseline_run, "class_map": class_map_config(class_map),
+            "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
+        }
+        _, names = resolve_class_map(class_folders(root), config["class_map"])
+        config["num_classes"] = len(names)
+        return config
+
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         return related_corruption_runs(config)
 
@@ -358,6 +467,11 @@ class ImageNetC(Benchmark):
                                       {"start": start, "stop": min(n, start + config["shard_size"])}))
             return units
         per_unit = None if config["limit"] else config["classes_per_unit"]
+        if config["layout"] == "on-the-fly":
+            blocks = _class_blocks(class_folders(root), per_unit)
+            settings = ([CLEAN] if config["clean"] else []) + _settings(config["corruptions"], config["severities"])
+            return [Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(root), "classes": block})
+                    for setting in settings for k, block in enumerate(blocks)]
         reference: list[str] | None = None
         for setting in _settings(config["corruptions"], config["severities"]):
             c, s = setting.split("/")
@@ -384,8 +498,39 @@ class ImageNetC(Benchmark):
             c, s = unit.setting.split("/")
             return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
                 unit.params["start"], unit.params["stop"])
-        return read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                                 limit=config["limit"])
+        images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
+                                   limit=config["limit"])
+        if config["layout"] != "on-the-fly":
+            return images
+        images = PreparedSamples(images, imagenet_c_geometry())
+        if unit.setting == CLEAN:
+            return images
+        c, s = unit.setting.split("/")
+        if config["corruption_backend"] == "torch":
+            return DeviceCorruptedSamples(images, c, int(s))
+        return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
+
+    def load(self, samples, i: int, prepare) -> Sample:
+        if isinstance(samples, DeviceCorruptedSamples):  # corrupted in predict, then the model's own geometry
+            return Sample(sample_id(samples, i), int(samples.labels[i]), samples.read(i),
+                          PendingCorruption(samples.corruption, samples.severity))
+        return super().load(samples, i, prepare)
+
+    def predict(self, model, batch, config) -> dict[str, np.ndarray]:
+        if "corruption" not in batch.context:
+            return super().predict(model, batch, config)
+        from ..corruptions import corrupt_batch
+        from ..engine.classification import classify_batch
+        from ..engine.records import to_float
+
+        names = sorted(set(batch.context["corruption"].tolist()))
+        if len(names) != 1:
+            raise InputError(f"batch of unit {batch.unit} mixes corruptions {names}; a batch holds one unit.")
+        device = model_device(model)
+        corrupted = corrupt_batch(batch.stacked_pixels(device), names[0], batch.context["severity"].tolist(),
+                                  seed=config["seed"], ids=batch.ids.tolist(), profile=config["profile"])
+        return classify_batch(model, to_float(corrupted, device), top_k=int(config.get("top_k", 5)),
+                              save_logits=bool(config.get("save_logits")), num_classes=self.num_classes(config))
 
     def metrics(self, config, predictions, related=None) -> list[MetricRow]:
         setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
@@ -398,14 +543,25 @@ class ImageNetC(Benchmark):
         return corruption_metrics(config, predictions, setting_of, clean, run_baseline(config, related, predictions))
 
     def notes(self, config, metrics) -> list[str]:
-        return corruption_notes(config, metrics, clean_hint="ImageNet-C has no clean split: give --clean-data "
-                                "<ImageNet val folder> or --clean-run <run id>")
+        notes = corruption_notes(config, metrics, clean_hint="ImageNet-C has no clean split: give --clean-data "
+                                 "<ImageNet val folder> or --clean-run <run id>")
+        if config.get("layout") == "on-the-fly":
+            notes.insert(0, on_the_fly_note(config))
+        return notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+        out = {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+        if config.get("layout") == "on-the-fly":
+            out["on_the_fly"] = {"corruption_backend": config["corruption_backend"], "seed": config["seed"],
+                                 "profile": config["profile"]}
+        return out
 
     def text(self, config, summary, metrics) -> list[str]:
-        return corruption_text(config, summary)
+        lines = corruption_text(config, summary)
+        fly = summary.get("on_the_fly")
+        if fly:
+            lines.append(f"{'corrupted on the fly':<34}{fly['corruption_backend']} backend, seed {fly['seed']}")
+        return lines
 
 
 # --- corrupted -------------------------------------------------------------------------------------
@@ -440,8 +596,7 @@ class Corrupted(Benchmark):
         chosen = select_corruptions(corruptions if corruptions is not None else "benchmark")
         for c in chosen:
             get_corruption(c)  # a kernel must exist to corrupt on the fly
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**32:
-            raise InputError(f"seed must be an integer in [0, 2**32); got {seed!r}.")
+        check_seed(seed)
         get_corruption_baseline(baseline)
         config = {
             "data": str(root), "corruptions": chosen,

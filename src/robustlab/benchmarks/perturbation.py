@@ -63,7 +63,7 @@ from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, registe
 from ..engine.records import Batch, Sample
 from ..engine.records import sample_id
 from ..engine.classification import classify_batch
-from ..engine.options import check_positive, class_map_config, reject_unknown
+from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
 from .corruption import own_data_note, published_baseline_label
 
 #: Stored column of per-frame top-k classes, (N, T*k) int32.
@@ -101,11 +101,6 @@ def parse_strides(spec: Any) -> list[int]:
         raise InputError(f"strides must be positive integers such as '1,2'; got {spec!r}.")
     return values
 
-
-def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**32:
-        raise InputError(f"seed must be an integer in [0, 2**32); got {seed!r}.")
-    return int(seed)
 
 
 def _check_strides(perturbations: Iterable[str], setting: str, strides: list[int]) -> None:
@@ -717,7 +712,7 @@ class Perturbed(_SequenceBenchmark):
         config = {
             "data": str(Path(data).expanduser().resolve()), "perturbations": list(chosen),
             "folders": [perturbation_folder(p, int(difficulty), noise=get_perturbation(p).noise) for p in chosen],
-            "setting": setting, "difficulty": int(difficulty), "seed": _check_seed(seed),
+            "setting": setting, "difficulty": int(difficulty), "seed": check_seed(seed),
             "strides": parse_strides(strides), "class_map": class_map_config(class_map),
             "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
             "baseline": baseline, "baseline_run": baseline_run,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -177,15 +177,11 @@ class CorruptedSamples:
 
 
 @dataclass(frozen=True, eq=False)
-class SizeCheckedSamples:
-    """Another sample set whose images smaller than ``min_size`` pixels on a side are refused.
+class SampleView:
+    """Another sample set seen through a change of its images (``read``); ids, labels, classes
+    and fingerprint are the base's. Subclasses override :meth:`read`."""
 
-    The clean setting of a run that corrupts on the fly reads its images through this, so an
-    image too small to corrupt is skipped in every setting, clean included, and every setting's
-    error is measured on the same images (not 10 clean against 9 corrupted)."""
-
-    base: ImageFolderSamples | ArraySamples
-    min_size: int
+    base: ImageFolderSamples | ArraySamples | SampleView
 
     def __len__(self) -> int:
         return len(self.base)
@@ -207,6 +203,23 @@ class SizeCheckedSamples:
         return get(i) if callable(get) else self.base.ids[i]
 
     def read(self, i: int) -> np.ndarray:
+        return self.base.read(i)
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return self.base.fingerprint(mode)
+
+
+@dataclass(frozen=True, eq=False)
+class SizeCheckedSamples(SampleView):
+    """Another sample set whose images smaller than ``min_size`` pixels on a side are refused.
+
+    The clean setting of a run that corrupts on the fly reads its images through this, so an
+    image too small to corrupt is skipped in every setting, clean included, and every setting's
+    error is measured on the same images (not 10 clean against 9 corrupted)."""
+
+    min_size: int = 1
+
+    def read(self, i: int) -> np.ndarray:
         image = self.base.read(i)
         h, w = image.shape[:2]
         if min(h, w) < self.min_size:
@@ -215,11 +228,20 @@ class SizeCheckedSamples:
                             "setting measures the same images.")
         return image
 
-    def fingerprint(self, mode: str = "stat") -> str:
-        return self.base.fingerprint(mode)
+
+@dataclass(frozen=True, eq=False)
+class PreparedSamples(SampleView):
+    """Another sample set with ``prepare`` (a picklable uint8 HxWx3 -> uint8 function, e.g. a
+    fixed resize and crop) applied to each image when it is read."""
+
+    prepare: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def read(self, i: int) -> np.ndarray:
+        image = self.base.read(i)
+        return image if self.prepare is None else self.prepare(image)
 
 
-Samples = ImageFolderSamples | ArraySamples | CorruptedSamples | SizeCheckedSamples
+Samples = ImageFolderSamples | ArraySamples | CorruptedSamples | SampleView
 
 
 @functools.lru_cache(maxsize=64)

@@ -88,6 +88,12 @@ class Benchmark:
     name: ClassVar[str] = ""
     task: ClassVar[str] = "classification"
 
+    def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
+        """The benchmark options with defaults that depend on where the model runs filled in
+        (``device`` as given to evaluate: ``auto``, ``cpu``, ``cuda:N``...); called before
+        :meth:`configure`. Default: unchanged. ``imagenet-c`` picks its corruption backend here."""
+        return options
+
     def configure(self, data: str, **options: Any) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -186,7 +186,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         Largest image decoded (width x height; default Pillow's decompression-bomb limit,
         178,956,970); larger ones are skipped as problems. Part of the run's identity when given.
     **options : benchmark options (``clean_data``, ``clean_run``, ``seed``, ``profile``,
-        ``class_map``, ``shard_size``...)
+        ``class_map``, ``shard_size``, ``on_the_fly`` and ``corruption_backend`` for
+        ``imagenet-c``...)
 
     Returns
     -------
@@ -200,6 +201,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     start = time.perf_counter()
     bench = get_benchmark(benchmark)
     runner = get_executor(executor, **_executor_options(executor, workers, ray_address))
+    check_device(device)
+    options = bench.evaluation_options(dict(options), device)
     config = bench.configure(str(data), corruptions=corruptions, severities=severities, limit=limit,
                              save_logits=save_logits or None, **options)
     if tag is not None:
@@ -214,7 +217,6 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                      "num_classes": num_classes, "wrap": _canonical_wrap(wrap)}
     name = model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
-    check_device(device)
     with opened_store(store) as st:
         for key, ref in bench.related_runs(config).items():  # fail early if missing; resolve id prefixes
             full_id = st.get_run(ref).id

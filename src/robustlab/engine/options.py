@@ -73,6 +73,13 @@ def check_positive(name: str, value: Any) -> int | None:
     return int(value)
 
 
+def check_seed(seed: Any) -> int:
+    """A seed option: an integer in [0, 2**32)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**32:
+        raise InputError(f"seed must be an integer in [0, 2**32); got {seed!r}.")
+    return int(seed)
+
+
 #: The class-map modes that are not files (see :mod:`robustlab.data.classification`).
 CLASS_MAP_MODES = ("auto", "imagenet", "sorted")
 

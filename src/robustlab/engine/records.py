@@ -132,6 +132,18 @@ class Batch:
                              "can be batched.")
         return self.inputs(device)
 
+    def stacked_pixels(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """The pixels as they loaded, one uint8 channels-last tensor (N, ..., H, W, C) on
+        ``device`` (for work on the device before the float conversion, such as corrupting
+        the batch there); InputError when the samples differ in size."""
+        import torch
+
+        if self.pixels is None or isinstance(self.pixels, list):
+            self.stacked_inputs(device)  # the same clear errors
+        t = self.pixels if isinstance(self.pixels, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(self.pixels))
+        device = torch.device(device)
+        return t.to(device, non_blocking=device.type == "cuda")
+
     def pin_memory(self) -> Batch:
         """The batch with its pixels in pinned memory (the DataLoader's pin-memory thread calls this)."""
         import torch
