@@ -1,13 +1,15 @@
 # The README's two commands:
 #   make demo   set up .venv, install robustlab, run `robustlab demo`
-#   make test   set up .venv with the test extras, run the whole test suite (fast + slow)
+#   make test   set up .venv with the test extras, run the whole test suite (fast + slow);
+#               the slow part builds the documentation with `mkdocs build --strict` (tests/test_docs.py)
+# Also: make docs (the site into site/), make docs-serve (read it while writing).
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 DEMO_OUT ?= robustlab-demo
 
-.PHONY: demo test test-fast venv clean bench-corruptions parity-corruptions
+.PHONY: demo test test-fast venv clean bench-corruptions parity-corruptions docs docs-serve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +23,10 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed
 
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e '.[docs]'
+	touch $@ $(VENV)/.installed
+
 venv: $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -29,10 +35,17 @@ demo: $(VENV)/.installed
 # Whole suite: the fast default set, then the tests marked slow.
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 -m "not slow" tests
-	$(BIN)/python -m pytest -n 2 -m "slow" tests -p no:cacheprovider || test $$? -eq 5
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "slow" tests -p no:cacheprovider || test $$? -eq 5
 
 test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 tests
+
+# The documentation site (mkdocs-material + mkdocstrings); --strict fails on any warning.
+docs: $(VENV)/.installed-docs
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-docs
+	$(BIN)/mkdocs serve
 
 bench-corruptions: $(VENV)/.installed
 	$(BIN)/python perf/speed_corruptions.py
@@ -41,4 +54,4 @@ parity-corruptions: $(VENV)/.installed
 	$(BIN)/python perf/parity_corruptions.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist site *.egg-info

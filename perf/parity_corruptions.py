@@ -21,6 +21,8 @@ Usage::
     python perf/parity_corruptions.py --corruptions blur,fog --images small
     python perf/parity_corruptions.py --json parity.json --timing
     python perf/parity_corruptions.py --write-golden tests/fixtures/corruptions/golden.npz
+    python perf/parity_corruptions.py --write-small-golden tests/fixtures/corruptions/small_golden.npz
+    python perf/parity_corruptions.py --write-defocus-kernels tests/fixtures/corruptions/defocus_kernels.npz
     python perf/parity_corruptions.py --imagemagick-motion  # hendrycks' Wand route (optional)
 
 Exit status 1 when a target is missed.
@@ -293,6 +295,84 @@ def write_golden(path: Path, names: list[str], seed: int) -> None:
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB, {len(jobs)} outputs)")
 
 
+#: The small-size fixtures (issue 21): the corruptions whose kernels depend on the image size at
+#: small sizes (motion blur's line stops at the image border; defocus blur's reflected border
+#: and its tap sums), every severity, and for motion blur several seeds (angles).
+SMALL_GOLDEN_CORRUPTIONS = ("motion_blur", "defocus_blur")
+SMALL_GOLDEN_SEEDS = {"motion_blur": (0, 1), "defocus_blur": (0,)}
+
+
+def small_golden_images() -> dict[str, np.ndarray]:
+    """Four inputs at and near the 32 px minimum (square, wide, tall and grey, noise): motion
+    blur's 41-tap line (severity 5) leaves a 32 px wide image at angles within about 37 degrees
+    of the horizontal, so the reference's early stop is exercised."""
+    import skimage.data as data
+
+    noise = np.random.default_rng(21).integers(0, 256, (36, 40, 3), dtype=np.uint8)
+    return {"astronaut_32x32": _resize(data.astronaut()[:400, 50:450], 32, 32),
+            "chelsea_32x40": _resize(data.chelsea(), 32, 40),
+            "camera_40x32_grey": _resize(data.camera(), 40, 32),
+            "noise_36x40": noise}
+
+
+def write_small_golden(path: Path) -> None:
+    """Save reference outputs of :data:`SMALL_GOLDEN_CORRUPTIONS`, severities 1-5, on
+    :func:`small_golden_images`. Keys ``<image>/<corruption>/<severity>/<seed>``; ``input/<image>``
+    and ``meta`` as in :func:`write_golden`."""
+    imgs = small_golden_images()
+    keys = list(imgs)
+    jobs = [ReferenceJob(i, n, s, seed) for i in range(len(keys)) for n in SMALL_GOLDEN_CORRUPTIONS
+            for s in range(1, 6) for seed in SMALL_GOLDEN_SEEDS[n]]
+    outs = run_reference_jobs([imgs[k] for k in keys], jobs)
+    arrays = {f"input/{k}": v for k, v in imgs.items()}
+    for job, (out, _) in zip(jobs, outs):
+        arrays[f"{keys[job.image]}/{job.name}/{job.severity}/{job.seed}"] = out
+    meta = {"reference": "imagecorruptions==1.1.2", "made_by": "perf/parity_corruptions.py --write-small-golden",
+            "seeds": SMALL_GOLDEN_SEEDS}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB, {len(jobs)} outputs)")
+
+
+# Runs in the reference environment: imagecorruptions' own disk() for every (radius, alias blur).
+_DISK_WRITER = r"""
+import json, sys
+import numpy as np
+import cv2
+from imagecorruptions.corruptions import disk
+params = json.loads(sys.argv[2])
+np.savez_compressed(sys.argv[1], opencv=np.frombuffer(cv2.__version__.encode(), dtype=np.uint8),
+                    **{f"{r}_{a}": disk(radius=r, alias_blur=a) for r, a in params})
+"""
+
+
+def write_defocus_kernels(path: Path) -> None:
+    """Save the reference's defocus disks (imagecorruptions' ``disk``, the reference env's OpenCV)
+    for every (radius, alias blur) of every profile's table, keys ``<radius>_<alias blur>``."""
+    import subprocess
+    import tempfile
+
+    from robustlab.corruptions.blur import DEFOCUS
+
+    params = sorted({p for table in DEFOCUS.values() for p in table})
+    python = ensure_refenv()
+    with tempfile.TemporaryDirectory(prefix="robustlab-disk-") as tmp:
+        script = Path(tmp) / "disk.py"
+        script.write_text(_DISK_WRITER)
+        out = Path(tmp) / "kernels.npz"
+        proc = subprocess.run([str(python), str(script), str(out), json.dumps(params)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the reference run failed:\n{proc.stderr[-3000:]}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp_path = path.with_name(path.name + ".tmp.npz")
+        tmp_path.write_bytes(out.read_bytes())
+        tmp_path.replace(path)
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB, {len(params)} kernels)")
+
+
 # --------------------------------------------------------------------------- CLI
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,10 +392,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare the imagenet-c motion_blur with ImageMagick (needs libmagickwand) and exit")
     parser.add_argument("--write-golden", type=Path, metavar="NPZ",
                         help="write reference outputs for the golden tests and exit")
+    parser.add_argument("--write-small-golden", type=Path, metavar="NPZ",
+                        help="write the small-size reference outputs (motion and defocus blur) and exit")
+    parser.add_argument("--write-defocus-kernels", type=Path, metavar="NPZ",
+                        help="write the reference's defocus disks (every profile's table) and exit")
     args = parser.parse_args(argv)
     names = resolve_corruptions(args.corruptions)
     if args.write_golden:
         write_golden(args.write_golden, names, args.seed)
+        return 0
+    if args.write_small_golden:
+        write_small_golden(args.write_small_golden)
+        return 0
+    if args.write_defocus_kernels:
+        write_defocus_kernels(args.write_defocus_kernels)
         return 0
     severities = [int(s) for s in args.severities.split(",")]
     images = test_images(args.images)

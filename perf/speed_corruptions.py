@@ -18,8 +18,11 @@ work done and is barely disturbed by other load on the machine, unlike wall time
 
 Printed: per corruption, the milliseconds per image for its 5 severities together, robustlab
 vs reference and their ratio, per size; then the totals over all corruptions x severities,
-and the issue's targets (total >= 20x, glass_blur >= 100x, no corruption slower than the
-reference). When the reference environment cannot be built (no Python 3.11, no network),
+and the issues' targets (total >= 20x, glass_blur >= 100x, no corruption slower than the
+reference, all 19 x 5 at 224x224 in at most 150 ms per image). The CPU model (from
+/proc/cpuinfo, or the platform) heads the output and the --json file: the ratios differ by CPU,
+and so may the route the noise corruptions draw by (compiled or NumPy's sampler, measured at
+start; printed too). When the reference environment cannot be built (no Python 3.11, no network),
 robustlab's figures are printed alone, saying why.
 
 Usage::
@@ -27,6 +30,7 @@ Usage::
     python perf/speed_corruptions.py                               # all 19 x 5, 224x224 and 640x427
     python perf/speed_corruptions.py --repeat 3 --sizes 224x224 --corruptions blur,fog
     python perf/speed_corruptions.py --no-reference --json speed.json
+    python perf/speed_corruptions.py --no-reference --sizes 224x224 --rounds 3   # busy machine
 
 Sizes are WIDTHxHEIGHT. Exit status 1 when the reference ran and a target is missed.
 """
@@ -70,6 +74,8 @@ DEFAULT_SIZES = "224x224,640x427"
 TARGET_TOTAL = 20.0
 TARGET_GLASS = 100.0
 TARGET_EACH = 1.0
+#: Issue 21: all 19 corruptions x 5 severities of one 224x224 image within this many ms.
+TARGET_224_MS = 150.0
 
 Key = tuple[str, str, int]  # (size label, corruption, severity)
 
@@ -105,6 +111,30 @@ def bench_image(width: int, height: int) -> np.ndarray:
     return cv2.resize(crop, (width, height), interpolation=cv2.INTER_AREA)
 
 
+def cpu_model() -> str:
+    """The CPU's model name, with its family/model/stepping numbers where Linux gives them
+    (a virtual machine may report only "AMD EPYC"; the numbers tell its generation)."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor is enough
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    name = fields.get("model name") or platform.processor() or platform.machine() or "unknown CPU"
+    if platform.system() == "Darwin" and not fields:
+        try:
+            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
+                                  check=True).stdout.strip() or name
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    numbers = [f"{k} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields]
+    return f"{name} ({', '.join(numbers)})" if numbers else name
+
+
 def _single_thread_here() -> None:
     import cv2
 
@@ -131,6 +161,22 @@ class Timer:
     def record(self, key: Key, cpu: float, wall: float) -> None:
         for clock, value in (("cpu", cpu), ("wall", wall)):
             self.best[clock][key] = min(value, self.best[clock].get(key, float("inf")))
+
+    def merge(self, other: "Timer") -> "Timer":
+        """Keep, per key and clock, the smaller of the two minima (rounds of the same cells)."""
+        for clock in CLOCKS:
+            for key, value in other.best[clock].items():
+                self.best[clock][key] = min(value, self.best[clock].get(key, float("inf")))
+        return self
+
+
+def in_rounds(timing, rounds: int) -> Timer:
+    """``timing()`` ``rounds`` times, per-cell minima kept: on a shared machine a burst of load
+    inflates whole stretches of a run, which a later round does not repeat."""
+    timer = timing()
+    for _ in range(rounds - 1):
+        timer.merge(timing())
+    return timer
 
 
 #: Upper bound on the calls per cell that --min-time may ask for.
@@ -248,6 +294,8 @@ def check_targets(rows: dict, names: list[str]) -> list[str]:
         for name, c in r["corruptions"].items():
             if c["ratio"] < TARGET_EACH:
                 missed.append(f"{label}: {name} slower than the reference ({c['ratio']:.2f}x)")
+        if full and label == "224x224" and r["total"]["robustlab_ms"] > TARGET_224_MS:
+            missed.append(f"{label}: all 19 x 5 take {r['total']['robustlab_ms']:.0f} ms > {TARGET_224_MS:.0f} ms")
     return missed
 
 
@@ -282,6 +330,9 @@ def print_table(rows: dict, names: list[str], with_reference: bool, clock: str) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="least calls per cell; the minimum is kept (default 3)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time every cell in this many rounds, on both sides, and keep the minimum (a burst of "
+                        "load on a shared machine spoils a stretch of one round, not the same cells again; default 1)")
     parser.add_argument("--min-time", type=float, default=0.25,
                         help="keep calling a cell until this many CPU seconds are spent on it (at most "
                         f"{MAX_CALLS} calls), on both sides: cheap cells get more calls, so their minimum "
@@ -304,27 +355,35 @@ def main(argv: list[str] | None = None) -> int:
         # subprocess inherits them).
         argv = sys.argv[1:] if argv is None else list(argv)
         os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], {**os.environ, **MALLOC_ENV})
-    if args.repeat < 1 or args.reference_repeat < 1:
-        raise SystemExit("--repeat and --reference-repeat must be at least 1")
+    if args.repeat < 1 or args.reference_repeat < 1 or args.rounds < 1:
+        raise SystemExit("--repeat, --reference-repeat and --rounds must be at least 1")
     if args.min_time < 0:
         raise SystemExit("--min-time must be >= 0")
 
     names = resolve_corruptions(args.corruptions)
     images = {f"{w}x{h}": bench_image(w, h) for w, h in parse_sizes(args.sizes)}
     _single_thread_here()
+    cpu = cpu_model()
+    try:
+        from robustlab.corruptions._legacy_random import KINDS, SAMPLER_ENV, sampler_route
+    except ImportError:  # a robustlab from before the sampler routes (timing an older checkout)
+        KINDS, SAMPLER_ENV, sampler_route = (), "ROBUSTLAB_LEGACY_SAMPLER", None
+    routes = {kind: sampler_route(kind) for kind in KINDS}
+    print(f"CPU: {cpu}, {os.cpu_count()} cores, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"{len(names)} corruptions x {len(SEVERITIES)} severities at {', '.join(images)}; at least "
           f"{args.repeat} (robustlab) / {args.reference_repeat} (reference) calls and {args.min_time} s per cell; "
-          f"one thread each; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+          f"one thread each; robustlab's legacy samplers: "
+          f"{', '.join(f'{kind} {route}' for kind, route in routes.items()) or 'compiled only'} "
+          f"({SAMPLER_ENV}={os.environ.get(SAMPLER_ENV, 'auto')})", flush=True)
 
     t0 = time.perf_counter()
-    ours = time_robustlab(images, names, args.repeat, args.min_time)
+    ours = in_rounds(lambda: time_robustlab(images, names, args.repeat, args.min_time), args.rounds)
     print(f"robustlab timed in {time.perf_counter() - t0:.1f} s", flush=True)
     ref, why_not = None, None
     if not args.no_reference:
         t0 = time.perf_counter()
         try:
-            ref = time_reference(images, names, args.reference_repeat, args.min_time)
+            ref = in_rounds(lambda: time_reference(images, names, args.reference_repeat, args.min_time), args.rounds)
             print(f"reference (imagecorruptions 1.1.2) timed in {time.perf_counter() - t0:.1f} s", flush=True)
         except (RuntimeError, OSError, ImportError, subprocess.CalledProcessError) as exc:
             why_not = f"the reference environment could not be built or run: {exc}"
@@ -336,8 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     result = {"clock": args.clock, "all_clocks": {
                   side: {clock: {"/".join(map(str, k)): v for k, v in t.best[clock].items()} for clock in CLOCKS}
                   for side, t in (("robustlab", ours), ("reference", ref)) if t is not None},"sizes": list(images), "corruptions": names, "repeat": args.repeat,
-              "reference_repeat": args.reference_repeat, "min_time": args.min_time,
+              "reference_repeat": args.reference_repeat, "min_time": args.min_time, "rounds": args.rounds,
               "malloc": "default" if args.default_malloc else MALLOC_ENV, "rows": rows,
+              "cpu": cpu, "cpu_count": os.cpu_count(), "sampler_routes": routes,
               "load_average": os.getloadavg(), "reference": ref is not None}
     status = 0
     if ref is None:
@@ -345,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         missed = check_targets(rows, names)
         result["targets_missed"] = missed
-        print("targets (total >= 20x, glass_blur >= 100x, none slower): "
+        print(f"targets (total >= 20x, glass_blur >= 100x, none slower, 224x224 <= {TARGET_224_MS:.0f} ms): "
               + ("all met" if not missed else "MISSED: " + "; ".join(missed)))
         status = 1 if missed else 0
     if args.json:

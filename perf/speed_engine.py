@@ -11,6 +11,13 @@
    the same executor with a store that keeps nothing. Target: < 5% of the run time.
 3. **On-the-fly corruption.** The ``corrupted`` benchmark on a labelled folder (``--fly-images``
    128x128 JPEGs x a mix of corruptions at severity 3): images/s with 1 and 2 worker processes.
+4. **Streaming.** A synthetic ImageNet-C-shaped run: 75 settings x 50,000 generated file names
+   (3.75M samples, ``--stream-samples`` to change), in units of 5,000, whose reads are a cheap
+   stand-in (an 8x8 image): time from ``evaluate()`` to the first batch's predictions (target
+   <= 5 s) and the extra peak memory of the whole run (target <= 500 MB), plus its throughput.
+5. **Ray.** The ImageNet-C set of section 1 with ``--executor ray`` on a local Ray started once
+   (its start-up is not timed): images/s against the local executor (target >= 60% on a 2-core
+   machine) and units/s with 1 and 2 load workers.
 
 Each figure is the best of ``--repeat`` runs (least disturbed by other load); the two sides of
 each comparison run alternately. ``--clock cpu``
@@ -24,6 +31,7 @@ Usage::
 
     python perf/speed_engine.py
     python perf/speed_engine.py --images 4000 --workers 2 --repeat 3 --json engine.json
+    python perf/speed_engine.py --sections stream,ray
 """
 
 from __future__ import annotations
@@ -45,8 +53,9 @@ from PIL import Image
 from torch import nn
 
 from robustlab.data.images import write_image
-from robustlab.engine import evaluate, get_benchmark
-from robustlab.engine.executor import execute_units
+from robustlab.engine import Benchmark, Sample, Unit, evaluate, get_benchmark, register_benchmark
+from robustlab.engine.executor import LocalExecutor, ModelRef
+from robustlab.engine.work import UnitStream
 from robustlab.models import load_model
 from robustlab.store import open_store
 
@@ -162,8 +171,8 @@ def engine_run(model: nn.Module, data: Path, batch_size: int, workers: int) -> f
 class NullStore:
     """Keeps nothing: the executor's cost without the store."""
 
-    def write_unit(self, run_id, unit, columns, meta=None):
-        pass
+    def write_unit(self, run_id, unit, columns, meta=None, replace=True):
+        return True
 
     def record_problem(self, run_id, unit, sample_id, message):
         pass
@@ -172,20 +181,116 @@ class NullStore:
 def executor_run(model, data: Path, batch_size: int, workers: int, real_store: bool) -> float:
     bench = get_benchmark("imagenet-c")
     config = bench.configure(str(data))
-    units = bench.plan(config)
     loaded = load_model(model, device="cpu")
+    executor = LocalExecutor(workers)
     with tempfile.TemporaryDirectory() as tmp:
         if real_store:
             with open_store(tmp) as store:
                 run_id = store.register_run("bench", bench.name, str(data), config)
                 start = CLOCK["now"]()
-                execute_units(loaded, bench, config, units, store, run_id, batch_size=batch_size, workers=workers,
-                              progress=False)
+                executor.run(ModelRef(model), bench, config, UnitStream(bench, config, {}), store, run_id,
+                             batch_size=batch_size, progress=False, loaded=loaded)
                 return CLOCK["now"]() - start
         start = CLOCK["now"]()
-        execute_units(loaded, bench, config, units, NullStore(), "null", batch_size=batch_size, workers=workers,
-                      progress=False)
+        executor.run(ModelRef(model), bench, config, UnitStream(bench, config, {}), NullStore(), "null",
+                     batch_size=batch_size, progress=False, loaded=loaded)
         return CLOCK["now"]() - start
+
+
+# --- section 4: streaming a synthetic 3.75M-sample listing ------------------------------------------
+
+
+class SyntheticNames:
+    """5,000 generated ImageNet-C file names of one unit; reading returns an 8x8 stand-in image."""
+
+    def __init__(self, setting: str, wnids: list[str], per_class: int, start: int) -> None:
+        self.files = tuple(f"{setting}/{w}/ILSVRC2012_val_{start + k:08d}.JPEG" for w in wnids for k in range(per_class))
+        self.labels = np.repeat(np.arange(len(wnids), dtype=np.int64), per_class)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @property
+    def ids(self):
+        return self.files
+
+    def read(self, i: int) -> np.ndarray:
+        return np.full((8, 8, 3), i % 256, np.uint8)
+
+
+@register_benchmark
+class SyntheticImageNetC(Benchmark):
+    """75 settings x ``samples / 75`` names, 100 classes per unit, listed lazily."""
+
+    name = "synthetic-imagenet-c"
+
+    def configure(self, data, *, samples=3_750_000, limit=None, corruptions=None, severities=None,
+                  save_logits=None):
+        return {"data": data, "samples": int(samples), "num_classes": 1000}
+
+    def plan(self, config):
+        from robustlab.corruptions import list_corruptions
+
+        per_setting = config["samples"] // 75
+        per_class = max(1, per_setting // 1000)
+        for c in list_corruptions("benchmark"):
+            for s in range(1, 6):
+                for block in range(10):
+                    yield Unit(f"{c}/{s}/shard-{block:04d}", f"{c}/{s}",
+                               {"classes": [block * 100, (block + 1) * 100], "per_class": per_class})
+
+    def samples(self, config, unit):
+        from robustlab.data.wordnet import ilsvrc_wnids
+
+        a, b = unit.params["classes"]
+        return SyntheticNames(unit.setting, list(ilsvrc_wnids()[a:b]), unit.params["per_class"], 0)
+
+    def load(self, samples, i, prepare):
+        return Sample(samples.files[i], int(samples.labels[i]), samples.read(i))
+
+    def metrics(self, config, predictions, related=None):
+        return [("n_samples", "", float(sum(len(c["label"]) for c in predictions.values())))]
+
+
+class FirstBatchClock(nn.Module):
+    """A tiny 1000-class model that records when it is first called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 1000)
+        self.first_call: float | None = None
+
+    def forward(self, x):
+        if self.first_call is None:
+            self.first_call = time.perf_counter()
+        return self.linear(x.mean(dim=(2, 3)))
+
+
+def max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def stream_run(samples: int, workers: int, batch_size: int) -> dict[str, float]:
+    model = FirstBatchClock()
+    before = max_rss_mb()
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        result = evaluate(model, "synthetic-imagenet-c", "synthetic", store=tmp, samples=samples, workers=workers,
+                          batch_size=batch_size, progress=False, device="cpu")
+        seconds = time.perf_counter() - start
+    return {"first_batch_s": model.first_call - start, "extra_peak_mb": max_rss_mb() - before,
+            "seconds": seconds, "samples": result.metric("n_samples"), "units": result.units_computed}
+
+
+# --- section 5: the Ray executor -----------------------------------------------------------------------
+
+
+def ray_run(model, data: Path, batch_size: int, workers: int | None, executor: str) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        result = evaluate(model, "imagenet-c", data, store=tmp, batch_size=batch_size, workers=workers,
+                          progress=False, device="cpu", executor=executor)
+        return time.perf_counter() - start, result.units_computed
 
 
 def fly_run(model, folder: Path, corruptions: str, workers: int, batch_size: int) -> tuple[float, int]:
@@ -222,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fly-size", type=int, default=128)
     parser.add_argument("--fly-corruptions", default="gaussian_noise,defocus_blur,fog,brightness,jpeg_compression")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--sections", default="engine,store,fly,stream,ray",
+                        help="comma-separated: engine, store, fly, stream, ray")
+    parser.add_argument("--stream-samples", type=int, default=3_750_000)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -236,35 +344,69 @@ def main(argv: list[str] | None = None) -> int:
     print(f"robustlab engine speed: {n} JPEGs {args.size}x{args.size}, batch {args.batch_size}, "
           f"{os.cpu_count()} CPUs, torch {torch.__version__} ({platform.processor() or platform.machine()}), "
           f"{args.clock} clock for sections 1-2")
-    bare_loop(model, files[:256], args.batch_size, 0)  # warm-up (allocators, file cache)
+    sections = {x.strip() for x in args.sections.split(",") if x.strip()}
     results: dict[str, float] = {"images": n}
     ok = True
-    for workers in (0, args.workers):
-        bare, eng = best_pair(lambda: bare_loop(model, files, args.batch_size, workers),
-                              lambda: engine_run(model, data, args.batch_size, workers), args.repeat)
-        ratio = bare / eng
-        ok &= ratio >= 0.8
-        results[f"bare_img_s_w{workers}"] = n / bare
-        results[f"engine_img_s_w{workers}"] = n / eng
-        results[f"engine_vs_bare_w{workers}"] = ratio
-        rows.append((f"engine vs bare loop, {workers} workers", f"{n / eng:8.0f} vs {n / bare:8.0f} img/{'cpu-' if args.clock == 'cpu' else ''}s",
-                     f"{100 * ratio:5.1f}%", ">= 80%"))
-    with_store, without = best_pair(lambda: executor_run(model, data, args.batch_size, 0, True),
-                                    lambda: executor_run(model, data, args.batch_size, 0, False), args.repeat)
-    overhead = with_store / without - 1
-    ok &= overhead < 0.05
-    results["store_overhead"] = overhead
-    rows.append(("store overhead (executor, 0 workers)", f"{with_store:6.2f} s vs {without:6.2f} s {args.clock}",
-                 f"{100 * overhead:+5.1f}%", "< 5%"))
-    folder = make_folder(CACHE / "labelled", args.fly_images, args.fly_size)
-    for workers in (1, 2):
-        seconds, count = best(lambda: fly_run(model, folder, args.fly_corruptions, workers, args.batch_size),
-                              args.repeat)
-        results[f"fly_img_s_w{workers}"] = count / seconds
-        rows.append((f"on-the-fly corruption, {workers} worker(s)", f"{count / seconds:8.1f} img/s",
-                     f"{count} imgs", f"{args.fly_size}px"))
-    results["fly_scaling"] = results["fly_img_s_w2"] / results["fly_img_s_w1"]
-    rows.append(("on-the-fly scaling 2 vs 1 worker", f"{results['fly_scaling']:8.2f}x", "", "(CPUs permitting)"))
+    if "engine" in sections:
+        bare_loop(model, files[:256], args.batch_size, 0)  # warm-up (allocators, file cache)
+        for workers in (0, args.workers):
+            bare, eng = best_pair(lambda: bare_loop(model, files, args.batch_size, workers),
+                                  lambda: engine_run(model, data, args.batch_size, workers), args.repeat)
+            ratio = bare / eng
+            ok &= ratio >= 0.8
+            results[f"bare_img_s_w{workers}"] = n / bare
+            results[f"engine_img_s_w{workers}"] = n / eng
+            results[f"engine_vs_bare_w{workers}"] = ratio
+            unit = f"img/{'cpu-' if args.clock == 'cpu' else ''}s"
+            rows.append((f"engine vs bare loop, {workers} workers", f"{n / eng:8.0f} vs {n / bare:8.0f} {unit}",
+                         f"{100 * ratio:5.1f}%", ">= 80%"))
+    if "store" in sections:
+        with_store, without = best_pair(lambda: executor_run(model, data, args.batch_size, 0, True),
+                                        lambda: executor_run(model, data, args.batch_size, 0, False), args.repeat)
+        overhead = with_store / without - 1
+        ok &= overhead < 0.05
+        results["store_overhead"] = overhead
+        rows.append(("store overhead (executor, 0 workers)", f"{with_store:6.2f} s vs {without:6.2f} s {args.clock}",
+                     f"{100 * overhead:+5.1f}%", "< 5%"))
+    if "fly" in sections:
+        folder = make_folder(CACHE / "labelled", args.fly_images, args.fly_size)
+        for workers in (1, 2):
+            seconds, count = best(lambda: fly_run(model, folder, args.fly_corruptions, workers, args.batch_size),
+                                  args.repeat)
+            results[f"fly_img_s_w{workers}"] = count / seconds
+            rows.append((f"on-the-fly corruption, {workers} worker(s)", f"{count / seconds:8.1f} img/s",
+                         f"{count} imgs", f"{args.fly_size}px"))
+        results["fly_scaling"] = results["fly_img_s_w2"] / results["fly_img_s_w1"]
+        rows.append(("on-the-fly scaling 2 vs 1 worker", f"{results['fly_scaling']:8.2f}x", "", "(CPUs permitting)"))
+    if "stream" in sections:
+        got = stream_run(args.stream_samples, 1, 256)
+        ok &= got["first_batch_s"] <= 5 and got["extra_peak_mb"] <= 500
+        results.update({f"stream_{k}": v for k, v in got.items()})
+        rows.append((f"streaming {got['samples']:.0f} synthetic samples: first batch", f"{got['first_batch_s']:8.2f} s",
+                     "", "<= 5 s"))
+        rows.append(("streaming: extra peak memory (whole run)", f"{got['extra_peak_mb']:8.0f} MB", "", "<= 500 MB"))
+        rows.append(("streaming: throughput (1 worker, batch 256)", f"{got['samples'] / got['seconds']:8.0f} img/s",
+                      f"{got['units']:.0f} units", f"{got['seconds']:.0f} s"))
+    if "ray" in sections:
+        import ray
+
+        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+        try:
+            ray_run(model, data, args.batch_size, None, "ray")  # warm-up: workers import torch once
+            local, remote = best_pair(lambda: ray_run(model, data, args.batch_size, args.workers, "local"),
+                                      lambda: ray_run(model, data, args.batch_size, None, "ray"), args.repeat)
+            ratio = local[0] / remote[0]
+            ok &= ratio >= 0.6
+            results.update({"ray_img_s": n / remote[0], "local_img_s": n / local[0], "ray_vs_local": ratio})
+            rows.append(("ray vs local executor (wall)", f"{n / remote[0]:8.0f} vs {n / local[0]:8.0f} img/s",
+                         f"{100 * ratio:5.1f}%", ">= 60%"))
+            for workers in (1, 2):
+                seconds, units = best(lambda: ray_run(model, data, args.batch_size, workers, "ray"), args.repeat)
+                results[f"ray_units_s_w{workers}"] = units / seconds
+                rows.append((f"ray, {workers} load worker(s)", f"{units / seconds:8.2f} units/s", f"{units} units", ""))
+        finally:
+            ray.shutdown()
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'figures':>26}  {'ratio':>9}  target")
     for name, figures, ratio, target in rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from postgres_server import postgres_server_url, postgres_url  # noqa: F401  (fixtures for every package)
 from shared_data import FIXTURES, SHARED_REFERENCE, TESTS, shared_file  # noqa: F401  (re-exported)
 
 

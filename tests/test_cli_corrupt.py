@@ -98,15 +98,16 @@ def test_corrupt_command_errors(tmp_path, args, error, message):
     assert message in str(result.exception)
 
 
-def test_errors_are_one_line_with_exit_code_2(tmp_path, monkeypatch, capsys):
-    """Through the console-script entry point: robustlab's errors become `error: ...`, exit 2."""
+def test_errors_are_one_line_with_exit_code_1(tmp_path, monkeypatch, capsys):
+    """Through the console-script entry point: robustlab's errors become `error: ...`, exit 1
+    (a data or input error; 2 is kept for command lines that cannot be parsed, docs/errors.md)."""
     from robustlab.cli import main
 
     monkeypatch.setattr(sys, "argv", ["robustlab", "corrupt", str(tmp_path / "absent"), str(tmp_path / "out"),
                                       "-c", "all"])
     with pytest.raises(SystemExit) as exit_info:
         main()
-    assert exit_info.value.code == 2
+    assert exit_info.value.code == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: source folder") and "does not exist" in lines[0]
 

@@ -5,14 +5,25 @@ Run ``robustlab --help`` for the list of commands and ``robustlab COMMAND --help
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from . import __version__
-from .errors import RobustlabError
+from .errors import RobustlabError, one_line_message
+
+#: Exit codes of every command (docs/errors.md): success; bad data or input (any robustlab
+#: error: a missing folder, an unreadable file, an unknown name, a full disk...); a command
+#: line that cannot be parsed (unknown option, missing argument); an unexpected error (a bug);
+#: interrupted (Ctrl-C, as shells report SIGINT).
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: Environment variable that turns on --debug (tracebacks) for every command.
+DEBUG_ENV = "ROBUSTLAB_DEBUG"
+_cli_state = {"debug": False}
 
 app = typer.Typer(
     name="robustlab",
@@ -33,8 +44,10 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help=f"Show the full traceback of an error (also: {DEBUG_ENV}=1)."),
 ) -> None:
     """robustlab: robustness benchmarks for vision models."""
+    _cli_state["debug"] = debug or _cli_state["debug"]
 
 
 # --- corruption engine: corrupt, list -------------------------------------------------------
@@ -58,6 +71,8 @@ def corrupt_command(
     coco_annotations: Optional[list[Path]] = typer.Option(
         None, "--coco-annotations", help="COCO instances json, repeatable (default: SRC/annotations/instances_*.json)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Skip (and report) source images larger "
+                                             "than this many pixels (default 178956970, Pillow's bomb limit)."),
 ) -> None:
     """Write corrupted copies of a dataset in the ImageNet-C layout (resumable; rerun to continue)."""
     from .corruptions import dataset
@@ -65,7 +80,7 @@ def corrupt_command(
     settings = dataset.make_settings(corruptions, severities, seed=seed, profile=profile, format=fmt, quality=quality)
     run = dataset.corrupt_dataset_with_progress if progress else dataset.corrupt_dataset
     try:
-        summary = run(src, dst, settings, workers=workers, coco_annotations=coco_annotations)
+        summary = run(src, dst, settings, workers=workers, coco_annotations=coco_annotations, max_pixels=max_pixels)
     except KeyboardInterrupt:
         typer.echo("interrupted: finished outputs are kept; run the same command again to continue.", err=True)
         raise typer.Exit(130) from None
@@ -122,7 +137,7 @@ def demo_command(
 
 @demo_app.command("train")
 def demo_train_command(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the weights [default: the package's]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the weights \\[default: the package's]."),
     seed: int = typer.Option(0, "--seed", help="Seed of the world and of training."),
 ) -> None:
     """Retrain the shipped demo models (CNN, noise-augmented CNN, baseline, detector) from the seed, CPU only."""
@@ -157,10 +172,10 @@ def report_command(
     title: str = typer.Option("robustlab report", "--title", help="Report title."),
 ) -> None:
     """Write one self-contained report (HTML with figures, or Markdown/CSV/JSON) of the stored runs."""
-    from .engine import opened_store
     from .report import write_report
+    from .store import open_store
 
-    with opened_store(store) as st:
+    with open_store(store, must_exist=True) as st:
         path = write_report(st, out, fmt=fmt, runs=run, benchmarks=benchmark, title=title)
     typer.echo(f"wrote {path}")
 
@@ -173,15 +188,16 @@ app.add_typer(study_app, name="study")
 
 @study_app.command("adversarial")
 def study_adversarial_command(
-    config: Path = typer.Option(..., "--config", "-c", help="Study TOML (conditions, seeds, epochs, eps grid)."),
-    out: Path = typer.Option(Path("robustlab-study"), "--out", "-o", help="Output folder (checkpoints, table)."),
+    config: Path = typer.Option(..., "--config", "-c", help="Study TOML (recipe, conditions, seeds, eps grid)."),
+    out: Path = typer.Option(Path("robustlab-study"), "--out", "-o", help="Output folder (checkpoints, table, report)."),
 ) -> None:
     """Train N seeds per condition with matched initial weights, measure R at checkpoints, compare (Welch)."""
     from .studies import load_config, run_study
+    from .studies.report import OUTPUT_FILES
 
     result = run_study(load_config(config), out, log=typer.echo)
     typer.echo(result.markdown())
-    typer.echo(f"wrote {out / 'study.json'}, {out / 'table.md'}, {out / 'table.csv'}")
+    typer.echo("wrote " + ", ".join(str(out / name) for name in OUTPUT_FILES))
 
 
 # --- natural perturbations from video (issue 6): video sample, video finalize ---------------
@@ -199,7 +215,7 @@ def video_sample_command(
     seed: int = typer.Option(0, "--seed", help="Base seed; each video's anchor uses a seed derived from its path."),
     fmt: str = typer.Option("jpg", "--format", help="jpg or png."),
     quality: int = typer.Option(95, "--quality", help="JPEG quality."),
-    labels: Optional[Path] = typer.Option(None, "--labels", help="JSON {video file: class index or [indices]}."),
+    labels: Optional[Path] = typer.Option(None, "--labels", help="JSON {video file: class index or \\[indices]}."),
     classes: Optional[Path] = typer.Option(None, "--classes", help="JSON list of class names (index order)."),
 ) -> None:
     """Pick one anchor per video (seeded) and extract it with its +-k frames for review."""
@@ -224,6 +240,13 @@ def video_finalize_command(
     typer.echo(format_summary(finalize(out, reviews, require_anchor_review=require_anchor_review)))
 
 
+# --- human review web app (issue 16): review serve, review add-user, review export ----------
+
+from .review.cli import review_app  # noqa: E402  (typer sub-app; its commands import lazily)
+
+app.add_typer(review_app, name="review")
+
+
 # --- perturbation sequences (issue 5): perturb ---------------------------------------------
 
 
@@ -240,6 +263,8 @@ def perturb_command(
     preset: str = typer.Option("medium", "--preset", help="x264 preset for mp4 (the release used veryslow)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Processes (default: all cores)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Skip (and report) source images larger "
+                                             "than this many pixels (default 178956970, Pillow's bomb limit)."),
 ) -> None:
     """Write ImageNet-P perturbation sequences of every image (resumable; rerun to continue)."""
     from .perturbations import dataset
@@ -248,7 +273,7 @@ def perturb_command(
                                      preset=preset)
     run = dataset.perturb_dataset_with_progress if progress else dataset.perturb_dataset
     try:
-        summary = run(src, dst, settings, workers=workers)
+        summary = run(src, dst, settings, workers=workers, max_pixels=max_pixels)
     except KeyboardInterrupt:
         typer.echo("interrupted: finished sequences are kept; run the same command again to continue.", err=True)
         raise typer.Exit(130) from None
@@ -285,10 +310,11 @@ def export_detection_command(
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
 ) -> None:
     """Export a detection run's results ({corruption: {severity: metrics}}) for other tools."""
-    from .engine import load_result, opened_store
     from .benchmarks.detection import export_results
+    from .engine import load_result
+    from .store import open_store
 
-    with opened_store(store) as st:
+    with open_store(store, must_exist=True) as st:
         result = load_result(st, run)
     typer.echo(str(export_results(result, out)))
 
@@ -317,6 +343,9 @@ def evaluate_command(
     clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c: clean ImageNet val folder "
                                               "(for clean error and relative mCE)."),
     clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c: a stored run with clean units."),
+    baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
+                                               "imagenet-p: a stored run of a baseline model on the same data "
+                                               "(normalises CE / FR / T5D); 'self' for this run."),
     seed: Optional[int] = typer.Option(None, "--seed", help="corrupted: base seed of the per-image seeds (0)."),
     profile: Optional[str] = typer.Option(None, "--profile", help="corrupted: corruption parameter profile."),
     class_map: Optional[str] = typer.Option(None, "--class-map", help="auto, imagenet, sorted or a JSON file."),
@@ -327,8 +356,20 @@ def evaluate_command(
     mean: Optional[str] = typer.Option(None, "--mean", help="Override normalisation mean, e.g. 0.485,0.456,0.406."),
     std: Optional[str] = typer.Option(None, "--std", help="Override normalisation std."),
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="Classes the model outputs."),
+    wrap: Optional[str] = typer.Option(None, "--wrap", help="Preprocessing wrappers, comma-separated, first applied "
+                                       "first: clahe, ten-crop, multi-scale (e.g. clahe,ten-crop)."),
     option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="Benchmark option KEY=VALUE "
                                                "(repeatable), e.g. shard_size=1000."),
+    executor: str = typer.Option("local", "--executor", "-e", help="local (worker processes on this machine) or "
+                                 "ray (a Ray cluster: RAY_ADDRESS or --ray-address, else a local Ray)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray "
+                                              "(default $RAY_ADDRESS)."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="A name added to the run's identity (e.g. to evaluate "
+                                      "changed data as a new run)."),
+    fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
+                                    "(paths, sizes, modification times) or content (file hashes)."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Largest image decoded (width x height; "
+                                             "default 178956970, Pillow's bomb limit); larger ones are skipped."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
 ) -> None:
@@ -339,13 +380,14 @@ def evaluate_command(
     from .engine.options import parse_key_values, preprocessing_from_args
 
     extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
-             "class_map": class_map}
+             "class_map": class_map, "baseline_run": baseline_run}
     extra = {k: v for k, v in extra.items() if v is not None}
     try:
         result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
                           batch_size=batch_size, workers=workers, device=device, limit=limit,
                           preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                          num_classes=num_classes, save_logits=save_logits,
+                          num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
+                          ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
                           progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
     except KeyboardInterrupt:
         typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
@@ -363,37 +405,95 @@ def runs_command(
     """List stored runs (id, status, benchmark, model, units done, dataset)."""
     import json
 
-    from .engine import opened_store
     from .engine.listing import format_runs, runs_as_dicts
+    from .store import open_store
 
-    with opened_store(store) as st:
+    with open_store(store, must_exist=True) as st:
         records = st.list_runs(benchmark=benchmark, model=model)
     typer.echo(json.dumps(runs_as_dicts(records), indent=2) if as_json else format_runs(records))
 
 
 @app.command("show")
 def show_command(
-    run: str = typer.Argument(..., help="Run id or unique prefix (see `robustlab runs`)."),
+    run: str = typer.Argument(..., help="Run id or unique prefix (see `robustlab runs`), or a study folder "
+                              "(written by `robustlab study`)."),
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show a run's metrics: CE per corruption, mCE, relative mCE, clean error, per-severity errors."""
+    """Show a run's metrics in its family's layout (CE per corruption; FR/T5D per perturbation and
+    difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R), or a study's table."""
     import json
 
-    from .engine import load_result, opened_store
+    if Path(run).is_dir():
+        from .studies import StudyResult
 
-    with opened_store(store) as st:
+        study = StudyResult.load(run)
+        typer.echo(json.dumps(study.to_dict(), indent=2) if as_json else study.markdown())
+        return
+    from .engine import load_result
+    from .store import open_store
+
+    with open_store(store, must_exist=True) as st:
         result = load_result(st, run)
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
+    if result.status != "complete":
+        typer.echo(f"run {result.run_id} is {result.status}: {result.units_total} unit(s) stored and no metrics yet. "
+                   "Run the same `robustlab evaluate` command again to finish it.", err=True)
+        raise typer.Exit(1)
 
 
-def main() -> None:
-    """Entry point: turn robustlab's own errors into one clear line and exit code 2."""
+# --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
+
+from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
+
+register_train_commands(app)
+
+
+def _report(message: str, exc: BaseException | None) -> None:
+    if exc is not None and _cli_state["debug"]:
+        traceback.print_exception(exc)
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the command and exit with a documented code (docs/errors.md).
+
+    robustlab's own errors (and operating-system errors such as a full disk) become one line
+    ``error: ...`` on stderr and exit code 1; an unparseable command line exits 2; Ctrl-C 130;
+    anything unexpected 3, with a hint. ``--debug`` (or ``ROBUSTLAB_DEBUG=1``) also prints the
+    traceback.
+    """
+    from .fsutil import explain_os_error
+
+    _cli_state["debug"] = os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes")
+    code = EXIT_OK
     try:
-        app()
+        result = app(args=argv, prog_name="robustlab", standalone_mode=False)
+        code = result if isinstance(result, int) else EXIT_OK
+    except (KeyboardInterrupt, typer.Abort) as exc:
+        _report("interrupted.", exc)
+        code = EXIT_INTERRUPTED
+    except typer.TyperException as exc:  # usage errors: unknown option, missing argument...
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            _report(exc.format_message(), exc)
+        code = exc.exit_code
     except RobustlabError as exc:
-        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
-        sys.exit(2)
+        _report(one_line_message(exc), exc)
+        code = EXIT_ERROR
+    except OSError as exc:  # a full disk, a permission, a symlink loop met outside robustlab's own checks
+        _report(explain_os_error(exc, action="read or write"), exc)
+        code = EXIT_ERROR
+    except MemoryError as exc:
+        _report("out of memory: use a smaller --batch-size or fewer --workers, or a machine with more memory.", exc)
+        code = EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a bare traceback
+        _report(f"unexpected {type(exc).__name__}: {one_line_message(exc)} (robustlab did not expect this; "
+                "run again with --debug for the traceback and report it)", exc)
+        code = EXIT_BUG
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

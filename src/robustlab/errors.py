@@ -43,3 +43,36 @@ def unknown_name(kind: str, name: str, choices: Iterable[str]) -> InputError:
         f"unknown {kind} {name!r}.{did_you_mean(name, choices)} "
         f"Known {kind}s: {', '.join(choices)}."
     )
+
+
+#: The line torch puts between the worker's message and the original traceback when it re-raises
+#: an exception from a DataLoader worker process in the main process.
+_WORKER_TRACEBACK_MARK = "Original Traceback (most recent call last):"
+
+
+def one_line_message(exc: BaseException) -> str:
+    """The message of ``exc`` as one line, for a terminal or a log.
+
+    Newlines are folded into spaces. An exception re-raised from a worker process with the
+    worker's traceback inside its message (as torch's DataLoader does) is reduced to the
+    original exception's own message, without the traceback.
+
+    Parameters
+    ----------
+    exc : BaseException
+        Any exception.
+
+    Returns
+    -------
+    str
+        One line (no newline characters); the exception type's name when it has no message.
+    """
+    text = str(exc)
+    if _WORKER_TRACEBACK_MARK in text:
+        last = [line for line in text.split(_WORKER_TRACEBACK_MARK, 1)[1].splitlines() if line.strip()]
+        if last:
+            # "robustlab.errors.InputError: the message" -> "the message"
+            head, sep, message = last[-1].partition(": ")
+            text = message if sep and " " not in head else last[-1]
+    line = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return line or type(exc).__name__

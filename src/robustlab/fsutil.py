@@ -42,9 +42,9 @@ def ensure_dir(path: str | os.PathLike) -> Path:
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(_explain_os_error(exc, p, "create the folder")) from exc
+        raise DataError(explain_os_error(exc, p, "create the folder")) from exc
     if not os.access(p, os.W_OK):
-        raise DataError(f"output folder {p} is not writable: choose another --out or fix its permissions.")
+        raise DataError(f"output folder {p} is not writable: choose another output folder or fix its permissions.")
     return p
 
 
@@ -64,7 +64,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         if isinstance(exc, OSError):
-            raise DataError(_explain_os_error(exc, final, "write")) from exc
+            raise DataError(explain_os_error(exc, final, "write")) from exc
         raise
 
 
@@ -83,9 +83,46 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _explain_os_error(exc: OSError, path: Path, action: str) -> str:
-    if exc.errno == errno.ENOSPC:
-        return f"cannot {action} {path}: the disk is full. Free some space or choose another output folder."
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"cannot {action} {path}: permission denied or read-only file system. Choose a writable output folder."
-    return f"cannot {action} {path}: {exc.strerror or exc}."
+#: errno values that mean "no room to write": a full disk, a quota, a file-size limit (RLIMIT_FSIZE).
+NO_SPACE_ERRNOS = frozenset(e for e in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", None)) if e is not None)
+#: errno values that mean "not allowed to write here".
+NO_PERMISSION_ERRNOS = frozenset((errno.EACCES, errno.EPERM, errno.EROFS))
+
+
+def explain_os_error(exc: OSError, path: str | os.PathLike | None = None, action: str = "use") -> str:
+    """One line saying why ``action`` on ``path`` failed with ``exc`` and what to do about it.
+
+    Parameters
+    ----------
+    exc : OSError
+        The error (its ``errno`` decides the advice; pyarrow's errors without an errno are
+        recognised by their text).
+    path : path, optional
+        The file or folder concerned (default: the error's own ``filename``).
+    action : str
+        What was being done, e.g. ``"write"`` or ``"create the folder"``.
+
+    Returns
+    -------
+    str
+        E.g. ``"cannot write /out/x.jpg: the disk is full (or a file size limit was reached).
+        Free some space or choose another output folder."``
+    """
+    where = path if path is not None else (exc.filename or "a file")
+    text = str(exc).lower()
+    short_write = "requested and" in text and "written" in text  # numpy's tofile/save on a full disk
+    if exc.errno in NO_SPACE_ERRNOS or "no space left" in text or "file too large" in text or short_write:
+        return (f"cannot {action} {where}: the disk is full (or a disk quota or file size limit was reached). "
+                "Free some space or choose another output folder.")
+    if exc.errno in NO_PERMISSION_ERRNOS:
+        if action.startswith("read"):
+            return f"cannot {action} {where}: permission denied. Fix its permissions or remove it from the dataset."
+        return (f"cannot {action} {where}: permission denied or read-only file system. "
+                "Choose a writable location or fix its permissions.")
+    if exc.errno == errno.ELOOP:
+        return f"cannot {action} {where}: too many levels of symbolic links (a symlink loop); remove the loop."
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"cannot {action} {where}: a file is in the way where a folder is needed; choose another path."
+    if exc.errno == errno.ENOENT:
+        return f"cannot {action} {where}: no such file or folder; check the path."
+    return f"cannot {action} {where}: {exc.strerror or exc}."

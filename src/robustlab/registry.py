@@ -34,6 +34,8 @@ class Registry(Generic[T]):
         An entry-point group whose entries are loaded the same way (each entry a module or an
         object whose import registers its items).
 
+    Examples
+    --------
     >>> r = Registry("corruption"); r.add("fog", object())  # doctest: +ELLIPSIS
     <object ...>
     """
@@ -41,6 +43,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str, *, plugins: Sequence[str] = (), entry_points: str | None = None) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}
         self._plugins = tuple(plugins)
         self._entry_points = entry_points
         self._loaded = not (self._plugins or entry_points)
@@ -66,7 +69,14 @@ class Registry(Generic[T]):
         if name in self._items:
             raise InputError(f"{self.kind} {name!r} is registered twice; pick another name.")
         self._items[name] = item
+        self._lazy.pop(name, None)
         return item
+
+    def add_lazy(self, name: str, module: str) -> None:
+        """Name an item whose module registers it when first looked up (``module`` is imported
+        then), so listing names never imports what they name."""
+        if name not in self._items:
+            self._lazy[name] = module
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator form of :meth:`add`."""
@@ -78,18 +88,20 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         self.load_plugins()
+        if name not in self._items and name in self._lazy:
+            importlib.import_module(self._lazy[name])
         try:
             return self._items[name]
         except KeyError:
-            raise unknown_name(self.kind, name, self._items) from None
+            raise unknown_name(self.kind, name, self.names()) from None
 
     def names(self) -> list[str]:
         self.load_plugins()
-        return list(self._items)
+        return list(self._items) + [n for n in self._lazy if n not in self._items]
 
     def __contains__(self, name: object) -> bool:
         self.load_plugins()
-        return name in self._items
+        return name in self._items or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

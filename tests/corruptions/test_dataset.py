@@ -167,7 +167,8 @@ def test_layout_and_pixels_equal_corrupt_with_the_derived_seed(tmp_path):
                 out = np.asarray(Image.open(tmp_path / "out" / c / str(s) / name))
                 rng = np.random.RandomState(derive_seed(5, name, c, s))
                 np.testing.assert_array_equal(out, corrupt(img, c, s, rng=rng))
-    files = {p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    files = {p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*")
+             if p.is_file() and not p.name.startswith(".")}  # hidden: the record of the sources
     assert len(files) == 12 + 1 and SUMMARY_NAME in files
     saved = json.loads((tmp_path / "out" / SUMMARY_NAME).read_text())
     assert saved["settings"]["seed"] == 5 and saved["written"] == 12 and saved["status"] == "complete"

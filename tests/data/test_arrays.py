@@ -106,6 +106,16 @@ def test_blend_repairs_every_epoch_reproducibly():
     np.testing.assert_array_equal(blend(a, b, seed=1).pairing, first)
 
 
+@pytest.mark.parametrize("alpha, task", [(0.5, "a"), (0.3, "b"), (1.0, "b")])
+def test_materialise_matches_the_item_by_item_blend(alpha, task):
+    a, b = make_sets(23, 9)
+    f = blend(a, b, alpha, task=task, seed=5)
+    f.set_epoch(2)
+    whole = f.materialise(chunk=5)  # chunks that do not divide the set
+    np.testing.assert_array_equal(whole.images, np.stack([f.image(i) for i in range(len(f))]))
+    np.testing.assert_array_equal(whole.labels, [f.label(i) for i in range(len(f))])
+
+
 def test_blend_refuses_mismatched_sizes_and_bad_alpha():
     a, _ = make_sets()
     small = ArrayDataset(np.zeros((3, 28, 28, 3), np.uint8), np.zeros(3), "mnist")

@@ -88,7 +88,7 @@ def test_r_undefined_when_clean_accuracy_is_zero(tmp_path):
     ({"eps": "0,abc"}, "comma-separated"),
     ({"eps0": 0.07}, "not on the eps grid"),
     ({"attack": "cw"}, "unknown attack"),
-    ({"corruptions": "fog"}, "takes --eps"),
+    ({"corruptions": "fog"}, "takes attack strengths"),
 ])
 def test_bad_options_are_refused(trained_lenet, tmp_path, kwargs, message):
     with pytest.raises(InputError, match=message):

@@ -294,19 +294,3 @@ def test_detector_resize_maps_boxes_back_and_crop_is_refused(coco, tmp_path):
                  store=tmp_path / "s2", corruptions="fog", severities="1", **RUN)
 
 
-@settings(max_examples=60, deadline=None)
-@given(h=st.integers(1, 65535), w=st.integers(1, 65535), ih=st.integers(1, 65535), iw=st.integers(1, 65535),
-       index=st.integers(0, 2**32 - 1), setting=st.integers(0, 65535),
-       rmse=st.floats(0, 255, allow_nan=False, width=32))
-def test_header_round_trip_through_float_pixels(h, w, ih, iw, index, setting, rmse):
-    import torch
-
-    from robustlab.benchmarks.detection_inputs import HEADER_BYTES, decode_headers, encode_header
-
-    canvas = np.zeros((3, HEADER_BYTES + 2, 3), np.uint8)
-    canvas[-1, :HEADER_BYTES, 0] = encode_header((h, w), (ih, iw), index, setting, rmse)
-    x = torch.from_numpy(canvas[None]).permute(0, 3, 1, 2).float().div_(255.0)  # as the engine hands it over
-    head = decode_headers(x)
-    assert head["native_hw"][0].tolist() == [h, w] and head["input_hw"][0].tolist() == [ih, iw]
-    assert int(head["index"][0]) == index and int(head["setting"][0]) == setting
-    assert float(head["rmse"][0]) == np.float32(rmse)

@@ -59,13 +59,20 @@ def make_channel1000() -> ChannelModel:
     return ChannelModel(1000)
 
 
-def make_slow_channel1000() -> nn.Module:
+class SlowChannelModel(ChannelModel):
     """ChannelModel that sleeps per batch, so a test can kill a run mid-way."""
-    import time
 
-    class Slow(ChannelModel):
-        def forward(self, x):
-            time.sleep(0.2)
-            return super().forward(x)
+    def forward(self, x):
+        import time
 
-    return Slow(1000)
+        time.sleep(0.2)
+        return super().forward(x)
+
+
+def make_slow_channel1000() -> nn.Module:
+    return SlowChannelModel(1000)
+
+
+def make_slow_channel10() -> nn.Module:
+    """For 10-class sets (the demo scenes)."""
+    return SlowChannelModel(10)

@@ -69,7 +69,7 @@ def test_relative_change():
         (lambda: robustness_auc([0, 0.1], [1, 0.5], eps0=0.05), "not one of the measured"),
         (lambda: robustness_auc([0, 0.1], [1, 0.5], eps0=0.1), "larger than eps0"),
         (lambda: robustness_auc([[0, 0.1]], [[1, 0.5]]), "1-dimensional"),
-        (lambda: robustness_auc([0, 0.1], [1, -0.5]), ">= 0"),
+        (lambda: robustness_auc([0, 0.1], [1, -0.5]), r"fractions in \[0, 1\]"),
         (lambda: relative_change(0.5, 0.0), "undefined"),
         (lambda: relative_change([0.5, 0.4], [0.2, 0.3, 0.4]), "broadcast"),
         (lambda: normalised_curve([0, 0.1], [0.0, 0.5]), "cannot be normalised"),

@@ -15,6 +15,7 @@ from robustlab.metrics.detection import (
     ap_per_class,
     average_precision,
     box_iou,
+    check_iou_threshold,
     coco_metrics,
     detection_pmk,
     localization_pmk,
@@ -157,12 +158,21 @@ def test_voc_difficult_and_duplicates_hand_worked():
     assert voc_ap50([a, b], [da, db], method="all-point")[0] == pytest.approx(5 / 6)
 
 
-def test_voc_is_strict_at_iou_half_vid_rule_is_not():
+def test_voc_matching_counts_iou_exactly_half_as_mmdetection_does():
     g = gt([[0, 0, 10, 10]], [0])
     d = det([[0, 0, 10, 20]], [1.0], [0])  # IoU exactly 0.5
     assert box_iou(d["boxes"], g["boxes"])[0, 0] == 0.5
-    assert voc_ap50([g], [d])[0] == 0.0
+    # mmdetection's eval_map: ious_max >= iou_thr is a match (robustlab used > before).
+    assert voc_ap50([g], [d])[0] == pytest.approx(1.0)
+    assert ap_per_class([g], [d], iou_threshold=0.5, rule="voc")[0] == pytest.approx(1.0)
     assert ap_per_class([g], [d], iou_threshold=0.5, rule="best-unmatched")[0] == pytest.approx(1.0)
+    # just below the threshold is a miss for both rules
+    below = det([[0, 0, 10, 20.001]], [1.0], [0])
+    assert box_iou(below["boxes"], g["boxes"])[0, 0] < 0.5
+    assert voc_ap50([g], [below])[0] == 0.0
+    assert ap_per_class([g], [below], iou_threshold=0.5, rule="best-unmatched")[0] == 0.0
+    # detection pm-k at its default fixed IoU 0.5 uses the same boundary
+    assert per_image_ap(g, d) == pytest.approx(1.0) and per_image_ap(g, below) == 0.0
 
 
 def test_classes_without_ground_truth_are_not_scored_and_missing_detections_score_zero():
@@ -197,7 +207,40 @@ def test_vid_threshold_lets_small_objects_match():
     d = det([[2, 2, 12, 12]], [1.0], [0])  # IoU 64 / 136 = 0.47
     assert ap_per_class([g], [d], iou_threshold=0.5)[0] == 0.0
     assert ap_per_class([g], [d], iou_threshold="vid")[0] == pytest.approx(1.0)
-    assert per_image_ap(g, d) == pytest.approx(1.0)  # VID thresholds are per_image_ap's default
+    # the papers' fixed IoU 0.5 is per_image_ap's default; VID thresholds are the option
+    assert per_image_ap(g, d) == 0.0
+    assert per_image_ap(g, d, iou_threshold="vid") == pytest.approx(1.0)
+
+
+def test_detection_pmk_defaults_to_a_fixed_iou_of_half_and_offers_vid_thresholds():
+    # a small object (10 x 10 px: VID threshold 0.25) found in the anchor, found loosely (IoU 0.47)
+    # in the neighbour: at IoU 0.5 the neighbour is the worst frame, with VID thresholds it is not
+    g = gt([[0, 0, 10, 10]], [0])
+    ground_truth = {"A": g, "N": g}
+    detections = {"A": det([[0, 0, 10, 10]], [1.0], [0]), "N": det([[2, 2, 12, 12]], [1.0], [0])}
+    fixed = detection_pmk(ground_truth, detections, {"A": ["N"]})
+    assert fixed.worst_frame == {"A": "N"} and fixed.pmk_map == 0.0 and fixed.anchor_map == 1.0
+    vid = detection_pmk(ground_truth, detections, {"A": ["N"]}, iou_threshold="vid")
+    assert vid.worst_frame == {"A": "A"} and vid.pmk_map == 1.0
+    assert localization_pmk(ground_truth, detections, {"A": ["N"]}).pmk_map == 0.0
+    assert localization_pmk(ground_truth, detections, {"A": ["N"]}, iou_threshold="vid").pmk_map == 1.0
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -0.1, 1.0001, 2, float("nan"), "0", "half", True, None])
+def test_iou_thresholds_outside_zero_one_are_refused(bad):
+    g = gt([[0, 0, 10, 10]], [0])
+    d = det([[0, 0, 10, 10]], [1.0], [0])
+    with pytest.raises(InputError, match="iou_threshold"):
+        check_iou_threshold(bad)
+    with pytest.raises(InputError, match="iou_threshold"):
+        detection_pmk({"A": g}, {"A": d}, {"A": []}, iou_threshold=bad)
+    with pytest.raises(InputError, match="iou_threshold"):
+        per_image_ap(g, d, iou_threshold=bad)
+
+
+def test_iou_threshold_accepts_one_vid_and_numeric_text():
+    assert check_iou_threshold(1) == 1.0 and check_iou_threshold("0.5") == 0.5
+    assert check_iou_threshold("VID") == "vid" and check_iou_threshold(np.float32(0.7)) == pytest.approx(0.7)
 
 
 # --- detection pm-k by hand ------------------------------------------------------------------
@@ -309,7 +352,7 @@ def brute_force_voc_ap(images, n_classes):
                 continue
             ious = [box_iou(box[None], g["boxes"][j][None])[0, 0] for j in idx]
             best = idx[int(np.argmax(ious))]
-            if max(ious) > 0.5:
+            if max(ious) >= 0.5:
                 if g["difficult"][best]:
                     continue
                 flags.append(best not in taken[i])

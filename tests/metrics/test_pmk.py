@@ -223,6 +223,45 @@ def test_static_set_and_accuracy():
     assert (acc.n, acc.n_correct, acc.accuracy) == (2, 1, 0.5)
 
 
+def test_static_set_scores_exactly_the_documented_frame_per_anchor():
+    """A hand-made set covering every rule of static_frames' docstring, 3 models."""
+    def key(video, frame):
+        return f"val/{video}/{frame:06d}.JPEG"
+
+    sets = {
+        key("a", 10): [key("a", 8), key("a", 11), key("a", 9), key("a", 12)],  # counts 1, 2, 2, 0
+        key("b", 10): [key("b", 13), key("b", 8)],   # nobody errs: the nearest (listed second)
+        key("c", 10): [],                             # no neighbour: the anchor itself
+        key("d", 10): [key("d", 12), key("d", 11)],  # anchor wrong for all models, neighbours fine
+        key("e", 10): [key("e", 13)],                # k=1 leaves no candidate
+    }
+    labels = {k: [1] for a, ns in sets.items() for k in (a, *ns)}
+    right = {k: 1 for k in labels}
+    wrong_by_model = {"m1": [key("a", 8), key("a", 11), key("d", 10)],
+                      "m2": [key("a", 11), key("a", 9), key("d", 10), key("e", 13)],
+                      "m3": [key("a", 9), key("d", 10)]}
+    preds = {m: {**right, **{k: 0 for k in wrong}} for m, wrong in wrong_by_model.items()}
+    frames = static_frames(preds, sets, labels)
+    assert frames == {
+        # 11 and 9 tie at 2 wrong, both at |offset| 1: the earlier in the list (11) wins over 9
+        key("a", 10): key("a", 11),
+        key("b", 10): key("b", 8),
+        key("c", 10): key("c", 10),
+        key("d", 10): key("d", 11),
+        key("e", 10): key("e", 13),
+    }
+    within_1 = static_frames(preds, sets, labels, k=1)
+    assert within_1[key("a", 10)] == key("a", 11) and within_1[key("e", 10)] == key("e", 10)
+    # with k=1 the e anchor is scored itself (right for m2); without k its neighbour (wrong for m2)
+    assert static_accuracy(preds["m2"], frames, labels).n_correct == 3       # b/8, c/10, d/11
+    assert static_accuracy(preds["m2"], within_1, labels).n_correct == 4     # + e/10
+    # anchor label mode judges neighbours against the anchor's labels: a neighbour labelled 2
+    # but predicted 1 counts as wrong in frame mode only
+    relabelled = {**labels, key("b", 13): [2]}
+    assert static_frames(preds, sets, relabelled)[key("b", 10)] == key("b", 13)
+    assert static_frames(preds, sets, relabelled, label_mode="anchor")[key("b", 10)] == key("b", 8)
+
+
 def test_conditional_accuracy_gu_et_al():
     preds = {k: 1 for k in LABELS}
     preds[f"{V}/000011.JPEG"] = 0

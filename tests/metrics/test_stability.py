@@ -242,7 +242,7 @@ def test_rates_by_hand():
         (lambda: mfr({p: float("nan") for p in TEST_PERTURBATIONS}), "NaN"),
         (lambda: mfr({}), "empty"),
         (lambda: flip_rate(0.1, "nosuch"), "baseline 'alexnet' has no entry"),
-        (lambda: flip_rate(-0.1, "rotate"), "negative"),
+        (lambda: flip_rate(-0.1, "rotate"), r"fractions in \[0, 1\]"),
         (
             lambda: mfr({p: 0.1 for p in TEST_PERTURBATIONS}, baseline="resnet"),
             "unknown stability baseline",

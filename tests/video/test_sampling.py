@@ -106,8 +106,9 @@ def test_labels_carried_into_manifest_and_tasks(h264_video, tmp_path):
     task = json.loads((tmp_path / "out" / "review_tasks.jsonl").read_text().splitlines()[0])
     assert task["labels"] == [1, 3]
     assert json.loads((tmp_path / "out" / "classes.json").read_text()) == ["a", "b", "c", "d"]
-    with pytest.raises(InputError, match="clip.mp4"):
+    with pytest.raises(InputError, match="label 'cat' of video 'clip' matches no class"):
         sample_videos(h264_video.parent, tmp_path / "o2", k=2, labels={"clip": ["cat"]})
+    assert not (tmp_path / "o2").exists()  # refused before anything is written
 
 
 def test_bad_arguments(tmp_path, h264_video):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 
 import torch
@@ -64,17 +65,39 @@ def check_pixels(x: torch.Tensor, name: str = "x") -> torch.Tensor:
 
 
 def check_labels(y: torch.Tensor, n: int, name: str = "y") -> torch.Tensor:
+    """Validate ``y`` as ``n`` non-negative integer class indices (1-D) and return it as int64."""
     if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.shape[0] != n:
         raise InputError(f"{name} must be a 1-D tensor of {n} class indices; got "
                          f"{tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__}.")
+    if y.is_complex() or y.dtype == torch.bool or (
+            y.is_floating_point() and not bool(torch.all(torch.isfinite(y) & (y == torch.round(y))))):
+        raise InputError(f"{name} must hold integer class indices; got dtype {y.dtype} with non-integer values.")
+    if y.numel() and int(y.min()) < 0:
+        raise InputError(f"{name} holds the negative class index {int(y.min())}; labels are 0..classes-1.")
     return y.long()
 
 
-def check_eps(eps: float) -> float:
-    eps = float(eps)
-    if not eps >= 0.0:  # also rejects NaN
-        raise InputError(f"eps must be a non-negative number; got {eps}.")
-    return eps
+def check_label_range(y: torch.Tensor, num_classes: int, name: str = "y") -> None:
+    """Raise InputError when a label of ``y`` is not below ``num_classes`` (the model's outputs).
+
+    Checked before the loss: an out-of-range target is an IndexError on the CPU and a device
+    assertion that ruins the CUDA context on a GPU.
+    """
+    if y.numel() and int(y.max()) >= num_classes:
+        bad = int(y.max())
+        raise InputError(f"{name} holds class index {bad}, but the model outputs {num_classes} classes (0.."
+                         f"{num_classes - 1}); check the labels' class map or the model's number of classes.")
+
+
+def check_eps(eps: float, name: str = "eps") -> float:
+    """A finite, non-negative attack strength as a float (InputError naming ``name`` otherwise)."""
+    try:
+        value = float(eps)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {eps!r}.") from None
+    if not (math.isfinite(value) and value >= 0.0):  # NaN and inf too: an unbounded attack is no strength
+        raise InputError(f"{name} must be a finite, non-negative number (pixel units of [0, 1]); got {eps!r}.")
+    return value
 
 
 def logits_of(model: Classifier, x: torch.Tensor) -> torch.Tensor:
@@ -98,6 +121,7 @@ def input_gradient(model: Classifier, x: torch.Tensor, y: torch.Tensor, *, targe
     x = x.detach().requires_grad_(True)
     with torch.enable_grad():
         logits = logits_of(model, x)
+        check_label_range(y, logits.shape[1], "labels")
         if not logits.requires_grad:
             raise ModelError("the model's output does not depend differentiably on its input (no gradient); "
                              "gradient attacks need a torch model (ONNX and other non-torch models cannot be attacked).")

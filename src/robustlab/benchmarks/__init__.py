@@ -1,6 +1,8 @@
 """The built-in benchmark families, one module each, as plugins of the engine.
 
-Importing this package registers them (the engine's registry does so on first lookup):
+Importing this package names them in the engine's registry (which imports it on first
+lookup); a family's module is imported only when one of its benchmarks is used, so a command
+that needs one benchmark never pays for the others' dependencies:
 
 - :mod:`.corruption` -- ``imagenet-c`` (released ImageNet-C / CIFAR-10-C) and ``corrupted``
   (any labelled folder, corrupted on the fly): CE, mCE, relative mCE;
@@ -14,6 +16,19 @@ Adding a benchmark touches one file: subclass :class:`robustlab.engine.Benchmark
 it with :func:`robustlab.engine.register_benchmark` (see :mod:`robustlab.engine`).
 """
 
-from . import adversarial, corruption, detection, perturbation, video  # noqa: F401  (register)
+from ..engine.benchmark import BENCHMARKS
 
-__all__ = ["adversarial", "corruption", "detection", "perturbation", "video"]
+#: Benchmark name -> the module of this package that registers it.
+BUILTIN = {
+    "imagenet-c": "corruption", "corrupted": "corruption",
+    "imagenet-p": "perturbation", "perturbed": "perturbation",
+    "imagenet-vid-robust": "video", "ytbb-robust": "video", "video-pmk": "video",
+    "coco-c": "detection", "voc-c": "detection", "cityscapes-c": "detection", "detection-corrupted": "detection",
+    "imagenet-vid-robust-detection": "detection", "mmdet-results": "detection",
+    "adversarial-auc": "adversarial",
+}
+
+for _name, _module in BUILTIN.items():
+    BENCHMARKS.add_lazy(_name, f"{__name__}.{_module}")
+
+__all__ = ["BUILTIN"]

@@ -30,7 +30,8 @@ from ..errors import InputError, ModelError, unknown_name
 from ..metrics.adversarial import normalised_curve, relative_change, robustness_auc
 from ..metrics.stats import clopper_pearson
 from ..seeding import derive_seed
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.records import Batch
 from ..engine.options import check_positive, class_map_config, reject_unknown
 
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
@@ -74,7 +75,6 @@ class AdversarialAUC(Benchmark):
     """
 
     name = "adversarial-auc"
-    needs_labels = True
 
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
@@ -84,7 +84,8 @@ class AdversarialAUC(Benchmark):
                   class_map=None, limit=None, shard_size=1000, corruptions=None, severities=None,
                   save_logits=None, **other: Any) -> dict[str, Any]:
         if corruptions is not None or severities is not None:
-            raise InputError("adversarial-auc takes --eps (and --attack), not corruptions or severities.")
+            raise InputError("adversarial-auc takes attack strengths, not corruptions or severities: give "
+                             "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s.")
         reject_unknown(self.name, {**other, "save_logits": save_logits})
         if attack not in ATTACKS:
             raise unknown_name("attack", attack, ATTACKS)
@@ -133,13 +134,12 @@ class AdversarialAUC(Benchmark):
     def samples(self, config: Mapping[str, Any], unit: Unit):
         return self._base(config).subset(unit.params["start"], unit.params["stop"])
 
-    def predict(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any], *,
-                labels: torch.Tensor | None = None) -> dict[str, np.ndarray]:
-        if labels is None:  # pragma: no cover - the engine always passes them (needs_labels)
-            raise InputError("adversarial-auc needs labels for its attack.")
+    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         if getattr(model, "differentiable", True) is False:
             raise ModelError(f"model {getattr(model, 'name', model)!r} has no gradients (e.g. an ONNX model): "
                              "gradient attacks need a torch model; load the same network from torch weights.")
+        device = model_device(model)
+        x, labels = batch.stacked_inputs(device), batch.label_tensor(device)
         seed = derive_seed(config["seed"], tuple(labels.tolist()))  # per batch, reproducible on resume
         kwargs = {"steps": config["steps"], "rel_step_size": config["rel_step_size"],
                   "random_start": config["random_start"]} if config["attack"] == "pgd" else {}
@@ -198,6 +198,25 @@ class AdversarialAUC(Benchmark):
         if config["attack"] == "pgd" and table.get(("non_increasing", ""), 1) < 1:
             notes.append("PGD accuracy rises with eps somewhere: the attack is not converging; use more steps.")
         return notes
+
+    def text(self, config, summary, metrics) -> list[str]:
+        from ..engine.report import pct, text_table
+
+        table = {(m, s): v for m, s, v in metrics}
+        rows = []
+        for point in summary.get("curve") or []:
+            s = setting_name(config["attack"], config["norm"], float(point["eps"]))
+            rows.append([f"{point['eps']:g}", pct(point["accuracy"]), pct(point["low"]), pct(point["high"]),
+                         "-" if point.get("normalised") is None else f"{point['normalised']:.3f}",
+                         "-" if (("relative_change", s)) not in table else f"{table[('relative_change', s)]:+.3f}"])
+        lines = [f"{config['attack'].upper()} ({config['norm']}) accuracy f(eps) (%) with 95% Clopper-Pearson "
+                 f"intervals on {int(table.get(('n', ''), 0))} samples; eps in pixel units of [0, 1]"]
+        lines += text_table(["eps", "f(eps)", "low", "high", "f/f(eps0)", "C"], rows)
+        r = summary.get("R")
+        lo, hi = summary.get("interval", [config["eps0"], config["eps1"]])
+        lines += ["", f"R over [{lo:g}, {hi:g}] (area under f(eps)/f(eps0) / interval length): "
+                  + ("undefined (f(eps0) = 0)" if r is None else f"{r:.4f}")]
+        return lines
 
     def summary(self, config, metrics) -> dict[str, Any]:
         table = {(m, s): v for m, s, v in metrics}

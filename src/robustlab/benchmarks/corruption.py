@@ -16,7 +16,9 @@ import numpy as np
 
 from ..corruptions import resolve_corruptions
 from ..corruptions.dataset import parse_severities
+from ..corruptions.api import MIN_SIZE
 from ..data.classification import (
+    SizeCheckedSamples,
     class_folders,
     corrupt_on_the_fly,
     imagenet_c_folder,
@@ -83,9 +85,52 @@ def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mappi
                               source=f"stored run {config['baseline_run']}")
 
 
+#: How ratios are labelled when a benchmark on a user's own data (``corrupted``, ``perturbed``)
+#: divides by a built-in published baseline: AlexNet's ImageNet-C / ImageNet-P numbers.
+NOT_COMPARABLE_LABEL = "vs published AlexNet (ImageNet), not comparable"
+#: Benchmarks that run on a user's own data (not the released ImageNet-C / ImageNet-P files).
+OWN_DATA_BENCHMARKS = ("corrupted", "perturbed")
+
+
+def published_baseline_label(benchmark: str, config: Mapping[str, Any]) -> str | None:
+    """:data:`NOT_COMPARABLE_LABEL` when a run's CE / FR / T5D ratios divide its errors on the
+    user's own data by the published AlexNet (ImageNet) numbers, else None.
+
+    That is a ``corrupted`` or ``perturbed`` (ImageNet setting) run without ``baseline_run``:
+    AlexNet never saw that data, so the ratio is not the paper's mCE / mFR and compares with
+    nothing published. A baseline model evaluated on the same data (``--baseline-run``) makes
+    the ratios comparable across models.
+    """
+    if benchmark not in OWN_DATA_BENCHMARKS or config.get("baseline_run"):
+        return None
+    if benchmark == "perturbed" and config.get("setting") != "imagenet":
+        return None  # the cifar setting reports no ratios
+    return NOT_COMPARABLE_LABEL
+
+
+def own_data_note(kind: str, data: str) -> str:
+    """The note explaining :data:`NOT_COMPARABLE_LABEL` for ``kind`` (e.g. "CE, mCE and relative mCE")."""
+    return (f"{kind} are {NOT_COMPARABLE_LABEL}: the errors on {data} are divided by AlexNet's published "
+            "ImageNet numbers, which measure other images. Evaluate a baseline model on the same data and give "
+            "--baseline-run <its run id> (or -o baseline_run=self) for ratios that compare models.")
+
+
 #: ``baseline_run=SELF``: the run is its own baseline (CE = 100 by construction), the role AlexNet
 #: plays in the paper for a reference model you ship yourself.
 SELF = "self"
+
+
+def ce_baseline_text(benchmark: str, config: Mapping[str, Any]) -> str:
+    """What a corruption run's CE divides by, for ``summary["ce_baseline"]`` (JSON, ``show``)."""
+    run = config.get("baseline_run")
+    if run == SELF:
+        return "this run itself (CE = 100 by construction)"
+    if run:
+        return f"stored run {run} on the same data"
+    if config.get("layout") == "cifar":
+        return "none: CE is not reported for CIFAR-10-C"
+    label = published_baseline_label(benchmark, config)
+    return label or f"published {config.get('baseline', 'alexnet')} errors on ImageNet-C"
 
 
 def related_corruption_runs(config: Mapping[str, Any]) -> dict[str, str]:
@@ -202,6 +247,33 @@ def corruption_summary_dict(config: Mapping[str, Any], metrics: Iterable[MetricR
         if table.get((f"{key}_subset", "")) is not None:
             out[f"{key}_subset"] = table[(f"{key}_subset", "")]
     return out
+
+
+def corruption_text(config: Mapping[str, Any], summary: Mapping[str, Any]) -> list[str]:
+    """``robustlab show`` layout: per corruption CE, relative CE and the error per severity, then
+    clean error, mCE, relative mCE and mean corruption accuracy (all in percent)."""
+    from ..engine.report import pct, text_table
+
+    lines: list[str] = []
+    corruptions = summary.get("corruptions") or {}
+    if corruptions:
+        sev = list(config.get("severities", []))
+        rows = [[name, pct(row.get("ce")), pct(row.get("relative_ce"))]
+                + [pct(row["errors"].get(str(s))) for s in sev] + [pct(row.get("mean_error"))]
+                for name, row in corruptions.items()]
+        lines += ["errors and corruption errors (%)"]
+        lines += text_table(["corruption", "CE", "relCE"] + [f"s{s}" for s in sev] + ["mean"], rows, first_width=18)
+        lines.append("")
+    labels = {"clean_error": "clean error", "mce": "mCE", "mce_subset": "mCE (subset)",
+              "relative_mce": "relative mCE", "relative_mce_subset": "relative mCE (subset)",
+              "mean_corruption_accuracy": "mean corruption accuracy",
+              "mean_corruption_accuracy_subset": "mean corruption accuracy (subset)"}
+    for key, label in labels.items():
+        if summary.get(key) is not None:
+            lines.append(f"{label:<34}{pct(summary[key]):>7}")
+    if summary.get("ce_baseline"):
+        lines.append(f"{'CE normalised by':<34}{summary['ce_baseline']}")
+    return lines
 
 
 def _settings(corruptions: list[str], severities: list[int]) -> list[str]:
@@ -330,7 +402,10 @@ class ImageNetC(Benchmark):
                                 "<ImageNet val folder> or --clean-run <run id>")
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        return corruption_summary_dict(config, metrics)
+        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return corruption_text(config, summary)
 
 
 # --- corrupted -------------------------------------------------------------------------------------
@@ -395,8 +470,8 @@ class Corrupted(Benchmark):
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
         base = self._base(config).subset(unit.params["start"], unit.params["stop"])
-        if unit.setting == CLEAN:
-            return base
+        if unit.setting == CLEAN:  # skip what the corrupted settings must skip: the same images everywhere
+            return SizeCheckedSamples(base, MIN_SIZE)
         c, s = unit.setting.split("/")
         return corrupt_on_the_fly(base, c, int(s), seed=config["seed"], profile=config["profile"])
 
@@ -408,7 +483,14 @@ class Corrupted(Benchmark):
         return corruption_metrics(config, predictions, setting_of, baseline=run_baseline(config, related, predictions))
 
     def notes(self, config, metrics) -> list[str]:
-        return corruption_notes(config, metrics, clean_hint="the run was made with clean=False")
+        metrics = list(metrics)
+        notes = corruption_notes(config, metrics, clean_hint="the run was made with clean=False")
+        if published_baseline_label(self.name, config) and any(m == "ce" for m, _, _ in metrics):
+            notes.insert(0, own_data_note("CE, mCE and relative mCE", config["data"]))
+        return notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        return corruption_summary_dict(config, metrics)
+        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return corruption_text(config, summary)

@@ -51,10 +51,11 @@ from ..corruptions.dataset import parse_severities
 from ..data.detection import DetectionDataset, read_cityscapes, read_coco, read_imagenet_vid, read_voc
 from ..errors import DataError, InputError
 from ..metrics.corruption import BENCHMARK_CORRUPTIONS
-from ..metrics.detection import detection_pmk, localization_pmk
+from ..metrics.detection import check_iou_threshold, detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
-from ..metrics.under_corruption import rmse_vs_rpc
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..metrics.under_corruption import rmse_vs_rpc, rpc_undefined_reason
+from ..engine.benchmark import Benchmark, MetricRow, Unit, get_benchmark, register_benchmark
+from ..engine.records import Batch, Sample
 from .corruption import select_corruptions
 from ..engine.options import check_positive, reject_unknown
 from .detection_inputs import DetectionImages, cache_root, detect_batch, unpad_detections, write_cache_settings
@@ -70,7 +71,7 @@ from .detection_results import (
 )
 
 __all__ = ["CityscapesC", "CocoC", "DetectionCorrupted", "ImageNetVidRobustDetection", "MmdetResults", "VocC",
-           "export_results", "import_mmdet", "relative_paths"]
+           "check_covered", "export_results", "import_mmdet", "relative_paths"]
 
 RPC_CONVENTIONS = ("ratio-of-means", "mean-of-ratios")
 
@@ -222,20 +223,20 @@ class _CorruptedDetection(Benchmark):
                                corruption=corruption, severity=int(severity), seed=config["seed"],
                                profile=config["profile"], cache=self._cache)
 
-    def load(self, samples: DetectionImages, i: int, model_prepare) -> np.ndarray:
-        return samples.load(i, model_prepare)
+    def load(self, samples: DetectionImages, i: int, prepare) -> Sample:
+        return samples.load(i, prepare)
 
     def num_classes(self, config: Mapping[str, Any]) -> int | None:
         return None
 
-    def predict(self, model, x, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def predict(self, model, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         ds, rel, _ = self._dataset(config)
 
         def lookup(setting_index: int, indices: np.ndarray):
             keys = [_lookup_keys(ds.samples[int(i)].image_id, rel[int(i)]) for i in indices]
             return model.lookup(config["settings"][setting_index], keys)
 
-        return detect_batch(model, x, known_labels=list(ds.categories), max_detections=config["max_detections"],
+        return detect_batch(model, batch, known_labels=list(ds.categories), max_detections=config["max_detections"],
                             label_map=config["label_map"], label_offset=config["label_offset"],
                             unknown_labels=config["unknown_labels"], lookup=lookup)
 
@@ -294,6 +295,9 @@ class _CorruptedDetection(Benchmark):
     def summary(self, config, metrics) -> dict[str, Any]:
         return detection_summary(config, metrics)
 
+    def text(self, config, summary, metrics) -> list[str]:
+        return detection_text(config, summary, metrics)
+
 
 def _indexed(i: int, sample) -> dict[str, Any]:
     return {"image_id": i, "width": sample.width, "height": sample.height, "boxes": sample.boxes,
@@ -318,6 +322,9 @@ def detection_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
         notes.append(f"P / mPC / rPC ({head}, %): {100 * table[('P', '')]:.1f} / {100 * table[('mPC', '')]:.1f} / "
                      f"{100 * table[('rPC', '')]:.1f}; mPC = mean over {len(config['corruptions'])} corruptions x "
                      f"severities {','.join(map(str, config['severities']))}; rPC = mPC / P ({config['rpc']}).")
+        reason = rpc_undefined_reason(table[("P", "")], table[("rPC", "")])
+        if reason:
+            notes.append(reason)
         per = [f"{c} {100 * table[(f'rPC:{head}', c)]:.1f}" for c in config["corruptions"]
                if (f"rPC:{head}", c) in table]
         if per:
@@ -352,6 +359,31 @@ def detection_summary(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -
             "P": table.get(("P", "")), "mPC": table.get(("mPC", "")), "rPC": table.get(("rPC", "")),
             "per_metric": per_metric, "cells": cells,
             "rmse_vs_rpc": {k.split(":", 1)[1]: v for (k, s), v in table.items() if k.startswith("rmse_vs_rpc:")}}
+
+
+def detection_text(config: Mapping[str, Any], summary: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+    """``robustlab show`` layout: P / mPC / rPC, then the headline metric per corruption and
+    severity with each corruption's mPC and rPC (percent)."""
+    from ..engine.report import pct, text_table
+
+    table = {(m, s): v for m, s, v in metrics}
+    head = summary.get("headline") or config.get("headline", "AP")
+    lines = [f"P / mPC / rPC ({head}, %): {pct(summary.get('P'))} / {pct(summary.get('mPC'))} / "
+             f"{pct(summary.get('rPC'))}  (rPC {summary.get('rpc_convention') or config.get('rpc', '')})"]
+    cells = summary.get("cells") or {}
+    sev = list(config.get("severities", []))
+    rows = []
+    for c in config.get("corruptions", []):
+        values = [pct((cells.get(f"{c}/{s}") or {}).get(head)) for s in sev]
+        rows.append([c, *values, pct(table.get((f"mPC:{head}", c))), pct(table.get((f"rPC:{head}", c)))])
+    if rows:
+        lines += ["", f"{head} (%) per corruption and severity; clean (P) {pct((cells.get(CLEAN) or {}).get(head))}"]
+        lines += text_table(["corruption", *[f"s{s}" for s in sev], "mPC", "rPC"], rows, first_width=18)
+    others = {m: v for m, v in (summary.get("per_metric") or {}).items() if m != head}
+    if others:
+        lines += ["", "other metrics, P / mPC / rPC (%): " + "; ".join(
+            f"{m} {pct(v.get('P'))} / {pct(v.get('mPC'))} / {pct(v.get('rPC'))}" for m, v in sorted(others.items()))]
+    return lines
 
 
 # --- the four corrupted benchmarks ----------------------------------------------------------------------
@@ -478,9 +510,7 @@ class MmdetResults(Benchmark):
             chosen = chosen if len(chosen) == len(BENCHMARK_CORRUPTIONS) else sorted(nested)
         else:
             chosen = select_corruptions(corruptions)
-        missing = [c for c in chosen if c not in nested]
-        if missing:
-            raise DataError(f"{path} has no results for {', '.join(missing)}; it covers {', '.join(sorted(nested))}.")
+        check_covered(path, nested, chosen)
         sev = list(parse_severities(severities)) if severities is not None else _present_severities(nested, chosen)
         clean = next(iter(nested.values())).get(0, {})
         headline = "AP" if "AP" in clean else "AP50"
@@ -504,6 +534,18 @@ class MmdetResults(Benchmark):
 
     def summary(self, config, metrics) -> dict[str, Any]:
         return detection_summary(config, metrics)
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return detection_text(config, summary, metrics)
+
+
+def check_covered(path: str | Path, nested: Mapping[str, Any], corruptions: Sequence[str]) -> None:
+    """Raise DataError when the results ``nested`` (``{corruption: ...}``, read from ``path``) lack
+    any of ``corruptions``, naming the missing ones and those the file covers."""
+    missing = [c for c in corruptions if c not in nested]
+    if missing:
+        raise DataError(f"{path} has no results for {', '.join(missing)}; it covers {', '.join(sorted(nested))}. "
+                        "Choose corruptions it covers with --corruptions/-c.")
 
 
 def _present_severities(nested: Mapping[str, Mapping[int, Any]], names: Sequence[str]) -> list[int]:
@@ -529,6 +571,7 @@ def import_mmdet(path: str | Path, *, corruptions: str | Sequence[str] = "benchm
     names = list(BENCHMARK_CORRUPTIONS) if corruptions == "benchmark" else select_corruptions(corruptions)
     if corruptions == "benchmark" and not all(c in nested for c in names):
         names = sorted(nested)
+    check_covered(path, nested, names)
     sev = list(parse_severities(severities)) if severities is not None else _present_severities(nested, names)
     perf = performance_under_corruption(nested, corruptions=names, severities=sev, rpc=rpc)  # type: ignore[arg-type]
     headline = "AP" if "AP" in perf else "AP50"
@@ -544,9 +587,25 @@ def import_mmdet(path: str | Path, *, corruptions: str | Sequence[str] = "benchm
 
 def export_results(result, path: str | Path) -> Path:
     """Write a detection run's results by suffix: ``.pkl`` (mmdetection nesting, plain data),
-    ``.json`` (the same nesting) or ``.csv`` (every metric row)."""
+    ``.json`` (the same nesting) or ``.csv`` (every metric row).
+
+    Raises
+    ------
+    InputError
+        When the run is not a detection-under-corruption run (its benchmark is named), or the
+        file name has another suffix.
+    """
     path = Path(path)
     config = result.config
+    try:
+        task = getattr(get_benchmark(result.benchmark), "task", None)
+    except InputError:  # a benchmark this installation does not know (a plugin that is gone)
+        task = None
+    has_cells = any(setting == CLEAN for _, setting, _ in result.metrics)
+    if task != "detection" or not has_cells or "corruptions" not in config or "severities" not in config:
+        raise InputError(f"run {result.run_id} is a {result.benchmark} run, not a detection run under corruption: "
+                         "export-detection exports runs of coco-c, voc-c, cityscapes-c, detection-corrupted and "
+                         "mmdet-results (see `robustlab runs`).")
     if path.suffix == ".csv":
         return write_csv(result.metrics, path)
     nested = nesting_from_rows(result.metrics, kind=config.get("metric", "coco"), corruptions=config["corruptions"],
@@ -580,27 +639,42 @@ def _frame_number(key: str) -> int:
         raise DataError(f"frame key {key!r} does not end in a frame number (<video>/<NNNNNN>.JPEG).") from None
 
 
+def pmk_iou_threshold(config: Mapping[str, Any]) -> float | str:
+    """The IoU threshold of a detection pm-k run: its ``iou_threshold`` option; ``"vid"`` for runs
+    stored before the option existed (they were scored with ImageNet-VID's per-object thresholds)."""
+    return config.get("iou_threshold", "vid")
+
+
+def iou_threshold_text(threshold: float | str) -> str:
+    """``"IoU >= 0.5"`` or ``"ImageNet-VID per-object IoU thresholds"``, for notes."""
+    return "ImageNet-VID per-object IoU thresholds" if threshold == "vid" else f"IoU >= {threshold:g}"
+
+
 @register_benchmark
 class ImageNetVidRobustDetection(_CorruptedDetection):
     """Detection pm-k on ImageNet-Vid-Robust-format sets (Shankar et al. 2019).
 
     ``data``: the ILSVRC folder (``Annotations/VID/<split>/`` XML and ``Data/VID/<split>/``
     frames). ``pmsets``: ``pmsets.json`` (default ``<data>/pmsets.json``). Every anchor and
-    neighbour frame is detected once; per-frame AP uses the VID per-object IoU thresholds;
-    each anchor is replaced by its worst frame (lowest per-image AP) and the mAP over those
-    frames is pm-k mAP; the same with class-agnostic matching gives localization pm-k mAP.
-    Also reported per k (neighbours within +-k frames). Options: ``pmsets``, ``split`` (val),
-    ``limit`` (anchors), ``shard_size``, ``max_detections``, ``label_map``, ``label_offset``,
-    ``unknown_labels``, ``ap_method`` (all-point).
+    neighbour frame is detected once; per-frame AP is computed at a fixed IoU threshold of 0.5
+    (the papers' "mAP at a fixed IoU threshold"; option ``iou_threshold``: another number in
+    (0, 1], or ``"vid"`` for ImageNet-VID's own per-object thresholds); each anchor is replaced
+    by its worst frame (lowest per-image AP) and the mAP over those frames is pm-k mAP; the same
+    with class-agnostic matching gives localization pm-k mAP. Also reported per k (neighbours
+    within +-k frames). Options: ``pmsets``, ``split`` (val), ``limit`` (anchors),
+    ``shard_size``, ``max_detections``, ``label_map``, ``label_offset``, ``unknown_labels``,
+    ``ap_method`` (all-point), ``iou_threshold`` (0.5).
     """
 
     name = "imagenet-vid-robust-detection"
 
     def configure(self, data: str, *, corruptions=None, severities=None, limit=None, shard_size=500,
                   max_detections=100, label_map=None, label_offset=0, unknown_labels="error",
-                  ap_method="all-point", pmsets=None, split="val", save_logits=None, **other: Any) -> dict[str, Any]:
+                  ap_method="all-point", pmsets=None, split="val", save_logits=None, iou_threshold=0.5,
+                  **other: Any) -> dict[str, Any]:
         reject_unknown(self.name, {**other, "corruptions": corruptions, "severities": severities,
                                     "save_logits": save_logits or None})
+        iou_threshold = check_iou_threshold(iou_threshold)
         root = Path(data).expanduser().resolve()
         pm_path = Path(pmsets).expanduser().resolve() if pmsets else root / "pmsets.json"
         sets = read_pmsets(pm_path)
@@ -614,6 +688,7 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
                   "label_map": _label_map_option(label_map), "label_offset": _int_option("label_offset", label_offset),
                   "unknown_labels": _choice("unknown_labels", unknown_labels, ("error", "drop")),
                   "ap_method": _choice("ap_method", ap_method, ("11-point", "all-point")), "metric": "vid",
+                  "iou_threshold": iou_threshold,
                   "settings": [CLEAN], "corruptions": [], "severities": [], "seed": 0, "profile": "imagecorruptions"}
         self._cache = None
         self._dataset(config)
@@ -637,7 +712,7 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
         offsets = sorted({abs(_frame_number(n) - _frame_number(a)) for a, ns in sets.items() for n in ns})
         for agnostic, prefix in ((False, "map"), (True, "loc_map")):
             run = localization_pmk if agnostic else detection_pmk
-            res = run(gt, dets, sets, method=config["ap_method"])
+            res = run(gt, dets, sets, method=config["ap_method"], iou_threshold=pmk_iou_threshold(config))
             rows += [(f"{prefix}_anchor", "", res.anchor_map), (f"{prefix}_pmk", "", res.pmk_map),
                      (f"{prefix}_drop", "", res.anchor_map - res.pmk_map)]
             if not agnostic:
@@ -646,7 +721,8 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
                 rows += [(f"ap_pmk:{names.get(k, k)}", "", v) for k, v in sorted(res.pmk_per_class.items())]
             for k in offsets:
                 within = {a: [n for n in ns if abs(_frame_number(n) - _frame_number(a)) <= k] for a, ns in sets.items()}
-                rows.append((f"{prefix}_pmk", f"k/{k}", run(gt, dets, within, method=config["ap_method"]).pmk_map))
+                rows.append((f"{prefix}_pmk", f"k/{k}", run(gt, dets, within, method=config["ap_method"],
+                                                             iou_threshold=pmk_iou_threshold(config)).pmk_map))
         rows.append(("n_anchors", "", float(len(sets))))
         return [(n, s, v) for n, s, v in rows if not (isinstance(v, float) and math.isnan(v) and n.startswith("ap_"))]
 
@@ -656,9 +732,30 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
             return []
         return [f"detection mAP anchor {100 * t[('map_anchor', '')]:.1f} -> pm-k {100 * t[('map_pmk', '')]:.1f}; "
                 f"localization mAP {100 * t[('loc_map_anchor', '')]:.1f} -> pm-k {100 * t[('loc_map_pmk', '')]:.1f} "
-                f"({int(t[('n_anchors', '')])} anchors, VID IoU thresholds, worst frame = lowest per-image AP)."]
+                f"({int(t[('n_anchors', '')])} anchors, {iou_threshold_text(pmk_iou_threshold(config))}, "
+                "worst frame = lowest per-image AP)."]
+
+    def text(self, config, summary, metrics) -> list[str]:
+        from ..engine.report import pct, text_table
+
+        t = {(m, s): v for m, s, v in metrics}
+        if ("map_pmk", "") not in t:
+            return super().text(config, summary, metrics)
+        lines = [f"mAP (%) at {iou_threshold_text(pmk_iou_threshold(config))}, {int(t[('n_anchors', '')])} anchors; "
+                 "pm-k replaces each anchor by its worst frame (lowest per-image AP)"]
+        lines += text_table(["", "anchors", "pm-k", "drop"],
+                            [["detection", pct(t[("map_anchor", "")]), pct(t[("map_pmk", "")]), pct(t[("map_drop", "")])],
+                             ["localization", pct(t[("loc_map_anchor", "")]), pct(t[("loc_map_pmk", "")]),
+                              pct(t[("loc_map_drop", "")])]])
+        ks = sorted({s for m, s in t if m == "map_pmk" and s.startswith("k/")}, key=lambda s: int(s[2:]))
+        if ks:
+            lines += ["", "pm-k mAP by k (%)"]
+            lines += text_table(["k", "detection", "localization"],
+                                [[s[2:], pct(t.get(("map_pmk", s))), pct(t.get(("loc_map_pmk", s)))] for s in ks])
+        return lines
 
     def summary(self, config, metrics) -> dict[str, Any]:
         t = {(m, s): v for m, s, v in metrics}
-        return {"task": "detection-pmk", **{m: v for (m, s), v in t.items() if s == ""},
+        return {"task": "detection-pmk", "iou_threshold": pmk_iou_threshold(config),
+                **{m: v for (m, s), v in t.items() if s == ""},
                 "pmk_by_k": {s: v for (m, s), v in t.items() if m == "map_pmk" and s.startswith("k/")}}

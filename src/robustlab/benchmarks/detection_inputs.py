@@ -1,17 +1,11 @@
-"""Detection images through the engine: corrupted reads, fixed-size canvases, detector columns.
+"""Detection images through the engine: corrupted reads, per-image context, detector columns.
 
-The engine batches uint8 arrays of one shape, but detection images keep their native sizes
-(the detector resizes them itself, after the corruption). So a worker places each image in
-the top-left corner of a *canvas* as large as the biggest image of its unit, and writes what
-the main process needs into one extra bottom row (a *header*, channel 0, one byte per pixel):
-
-    native height, native width, input height, input width   (uint16 each)
-    dataset index of the image                                (uint32)
-    setting index (0 = clean)                                 (uint16)
-    RMSE between clean and corrupted native image             (float32; NaN when clean)
-
-The main process (:func:`detect_batch`) decodes the header, cuts every image back to its
-own size, runs the detector on the list, maps boxes back to native pixels and returns
+Detection images keep their native sizes (the detector resizes them itself, after the
+corruption), so a worker loads each image as one :class:`~robustlab.engine.records.Sample`
+whose pixels are the image as the model's preprocessing leaves it, with a typed
+:class:`DetectionContext`: native and input size, dataset index, setting and the RMSE between
+the clean and the corrupted image. A batch keeps the images as a list when their sizes differ;
+:func:`detect_batch` runs the detector on it, maps boxes back to native pixels and returns
 padded fixed-width columns (the stored per-sample predictions of a detection unit):
 
 - ``det_boxes`` float32 (N, K, 4) x1, y1, x2, y2 in native pixels (rows >= count are 0);
@@ -25,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -40,50 +34,20 @@ from ..fsutil import atomic_path
 from ..metrics.detection import sanitize_detections
 from ..metrics.under_corruption import image_rmse
 from ..models.detection import ensure_detector
-from ..models.preprocessing import Preprocessing
+from ..data.fingerprint import files_fingerprint
+from ..engine.benchmark import model_device
+from ..engine.records import Batch, Sample
 from ..seeding import derive_seed
 
-#: Bytes of the header row (see module docstring).
-HEADER_BYTES = 18
-#: Canvas of a model that never looks at pixels (a results file): header only.
-_NO_PIXELS = (1, HEADER_BYTES)
+@dataclass(frozen=True)
+class DetectionContext:
+    """What the main process needs to know of one detection image besides its pixels."""
 
-
-# --- header ----------------------------------------------------------------------------------------
-
-
-def encode_header(native_hw: tuple[int, int], input_hw: tuple[int, int], index: int, setting: int,
-                  rmse: float) -> np.ndarray:
-    """The header bytes (uint8, ``HEADER_BYTES``)."""
-    parts = [np.asarray([*native_hw, *input_hw], ">u2").tobytes(), np.asarray([index], ">u4").tobytes(),
-             np.asarray([setting], ">u2").tobytes(), np.asarray([rmse], ">f4").tobytes()]
-    return np.frombuffer(b"".join(parts), np.uint8)
-
-
-def decode_headers(x: torch.Tensor) -> dict[str, np.ndarray]:
-    """Header fields of a batch ``x`` (float NCHW in [0, 1], as the engine hands it over)."""
-    raw = (x[:, 0, -1, :HEADER_BYTES] * 255.0).round().to(torch.uint8).cpu().numpy()
-    sizes = raw[:, :8].copy().view(">u2").astype(np.int64)
-    return {"native_hw": sizes[:, :2], "input_hw": sizes[:, 2:4],
-            "index": raw[:, 8:12].copy().view(">u4").astype(np.int64).reshape(-1),
-            "setting": raw[:, 12:14].copy().view(">u2").astype(np.int64).reshape(-1),
-            "rmse": raw[:, 14:18].copy().view(">f4").astype(np.float32).reshape(-1)}
-
-
-# --- samples ---------------------------------------------------------------------------------------
-
-
-def prepared_size(preprocessing: Preprocessing | None, h: int, w: int) -> tuple[int, int]:
-    """(height, width) of an h x w image after the model's own resize/crop in the workers."""
-    if preprocessing is None or (preprocessing.resize is None and preprocessing.crop is None):
-        return h, w
-    if preprocessing.crop is not None and (h, w) == tuple(preprocessing.crop):
-        return h, w
-    if preprocessing.resize is not None:
-        h, w = preprocessing._resized_size(h, w)
-    if preprocessing.crop is not None:
-        return tuple(preprocessing.crop)  # type: ignore[return-value]
-    return h, w
+    native_hw: tuple[int, int]
+    input_hw: tuple[int, int]
+    index: int
+    setting: int
+    rmse: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,7 +79,6 @@ class DetectionImages:
     seed: int = 0
     profile: str = "imagecorruptions"
     cache: str | None = None
-    _canvas: dict = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.relative)
@@ -156,39 +119,29 @@ class DetectionImages:
     def read(self, i: int) -> np.ndarray:
         return self.read_pair(i)[0]
 
-    def canvas_shape(self, preprocessing: Preprocessing | None) -> tuple[int, int]:
-        key = None if preprocessing is None else repr(preprocessing)
-        if key not in self._canvas:
-            sizes = [prepared_size(preprocessing, int(h), int(w)) for h, w in self.sizes] or [(1, 1)]
-            self._canvas[key] = (max(s[0] for s in sizes), max(max(s[1] for s in sizes), HEADER_BYTES))
-        return self._canvas[key]
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The images' fingerprint, plus the cached corrupted files' when a cache is used."""
+        return files_fingerprint(((r, self._path(i)) for i, r in enumerate(self.relative)), mode,
+                                 extra=(self.indices.tolist(), self.sizes.tolist()))
 
-    def load(self, i: int, prepare) -> np.ndarray:
-        """Worker side: the image (prepared by the model) on its canvas, with the header row.
+    def load(self, i: int, prepare) -> Sample:
+        """Worker side: the image as the model's preprocessing leaves it, with its context.
 
-        ``prepare`` is the engine's :class:`~robustlab.engine.executor.ImagePreparer` (its
-        ``preprocessing`` sizes the canvas; ``precomputed`` models need no pixels)."""
-        owner = prepare
+        ``prepare`` is the engine's :class:`~robustlab.engine.executor.ImagePreparer` (a
+        ``precomputed`` model, a results file, needs no pixels)."""
         h, w = (int(v) for v in self.sizes[i])
-        if getattr(owner, "precomputed", False):  # a results file: no pixels needed
-            canvas = np.zeros((_NO_PIXELS[0] + 1, _NO_PIXELS[1], 3), np.uint8)
-            canvas[-1, :HEADER_BYTES, 0] = encode_header((h, w), (h, w), int(self.indices[i]), self.setting_index,
-                                                         float("nan"))
-            return canvas
+        index = int(self.indices[i])
+        if getattr(prepare, "precomputed", False):  # a results file: no pixels needed
+            return Sample(self.relative[i], index, None, DetectionContext((h, w), (h, w), index, self.setting_index,
+                                                                          float("nan")))
         image, rmse = self.read_pair(i)
         if image.shape[:2] != (h, w):
             raise InputError(f"image {self._path(i)} is {image.shape[1]}x{image.shape[0]} but its annotation says "
                              f"{w}x{h}; fix the annotation's width/height.")
         prepared = prepare(image)
-        ch, cw = self.canvas_shape(getattr(owner, "preprocessing", None))
-        ph, pw = prepared.shape[:2]
-        if ph > ch or pw > cw:
-            raise InputError(f"the model's preprocessing made image {self.relative[i]} {pw}x{ph}, larger than "
-                             f"expected ({cw}x{ch}); give the detector no fixed resize/crop, or a Preprocessing.")
-        canvas = np.zeros((ch + 1, cw, 3), np.uint8)
-        canvas[:ph, :pw] = prepared
-        canvas[-1, :HEADER_BYTES, 0] = encode_header((h, w), (ph, pw), int(self.indices[i]), self.setting_index, rmse)
-        return canvas
+        context = DetectionContext((h, w), tuple(int(v) for v in prepared.shape[:2]), index, self.setting_index,
+                                   float(rmse))
+        return Sample(self.relative[i], index, prepared, context)
 
 
 # --- detector columns --------------------------------------------------------------------------------
@@ -229,10 +182,10 @@ def unpad_detections(columns: Mapping[str, np.ndarray], row: int) -> dict[str, n
             "labels": columns["det_labels"][row, :m].astype(np.int64)}
 
 
-def detect_batch(model: torch.nn.Module, x: torch.Tensor, *, known_labels: Sequence[int], max_detections: int,
+def detect_batch(model: torch.nn.Module, batch: Batch, *, known_labels: Sequence[int], max_detections: int,
                  label_map: Mapping[str, int] | None = None, label_offset: int = 0,
                  unknown_labels: str = "error", lookup=None) -> dict[str, np.ndarray]:
-    """Run a detector on a batch of canvases and return the padded columns (module docstring).
+    """Run a detector on a batch of images and return the padded columns (module docstring).
 
     ``lookup(setting_index, dataset_indices) -> detections`` serves precomputed models.
     Boxes are mapped back to native pixels and clipped to the image; detections with labels
@@ -243,25 +196,26 @@ def detect_batch(model: torch.nn.Module, x: torch.Tensor, *, known_labels: Seque
     if prep is not None and prep.crop is not None:
         raise InputError(f"the detector's preprocessing crops images to {prep.crop}: boxes outside the crop would be "
                          "lost. Give a detector only a resize (or none: torchvision's detectors resize themselves).")
-    head = decode_headers(x)
+    ctx = batch.context
+    native_hw, input_hw = np.asarray(ctx["native_hw"]).reshape(-1, 2), np.asarray(ctx["input_hw"]).reshape(-1, 2)
     if getattr(model, "precomputed", False):
-        if len(set(head["setting"].tolist())) > 1:
+        if len(set(np.asarray(ctx["setting"]).tolist())) > 1:
             raise InputError("a batch mixes settings; the engine never does this.")
-        raw = lookup(int(head["setting"][0]), head["index"])
+        raw = lookup(int(ctx["setting"][0]), ctx["index"])
         scale = np.ones((len(raw), 2))
     else:
         detector = ensure_detector(model)
-        images = [x[i, :, :int(ph), :int(pw)] for i, (ph, pw) in enumerate(head["input_hw"])]
+        images = batch.inputs(model_device(model))
         with torch.inference_mode():
-            outputs = detector(images)
+            outputs = detector(list(images))
         raw = [{k: v.detach().float().cpu().numpy() if k != "labels" else v.cpu().numpy()
                 for k, v in out.items()} for out in outputs]
-        scale = head["native_hw"][:, ::-1] / np.maximum(head["input_hw"][:, ::-1], 1)  # (sx, sy)
+        scale = native_hw[:, ::-1] / np.maximum(input_hw[:, ::-1], 1)  # (sx, sy)
     known = np.asarray(sorted(set(int(v) for v in known_labels)), np.int64)
     dets = []
     for i, d in enumerate(raw):
-        h, w = (int(v) for v in head["native_hw"][i])
-        where = f"detections of image {int(head['index'][i])} (native {w}x{h})"
+        h, w = (int(v) for v in native_hw[i])
+        where = f"detections of image {int(ctx['index'][i])} (native {w}x{h})"
         boxes = np.asarray(d["boxes"], np.float64).reshape(-1, 4) * np.tile(scale[i], 2)
         labels = apply_label_map(np.asarray(d["labels"]).reshape(-1), label_map, label_offset)
         if unknown_labels == "drop":
@@ -277,7 +231,7 @@ def detect_batch(model: torch.nn.Module, x: torch.Tensor, *, known_labels: Seque
             raise InputError(f"{exc} Or leave them out with the option unknown_labels=drop "
                              "(-o unknown_labels=drop), or map them with label_map / label_offset.") from None
     columns = pad_detections(dets, max_detections)
-    columns["pixel_rmse"] = head["rmse"].astype(np.float32)
+    columns["pixel_rmse"] = np.asarray(ctx["rmse"], dtype=np.float32)
     return columns
 
 

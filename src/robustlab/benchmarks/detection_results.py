@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import InputError
 from ..fsutil import atomic_write_bytes, atomic_write_text
 from ..metrics.detection import COCO_STAT_NAMES, coco_metrics, to_coco_results, voc_ap50
-from ..metrics.under_corruption import CorruptionPerformance, performance_under_corruption
+from ..metrics.under_corruption import CorruptionPerformance, performance_under_corruption, rpc_undefined_reason
 
 CLEAN = "clean"
 MetricRow = tuple[str, str, float]
@@ -55,6 +55,8 @@ def score_setting(kind: str, ground_truth: Mapping[str, Any] | Sequence[Any], im
         per-image samples, aligned with ``detections``).
     image_ids : the dataset's image ids, aligned with ``detections``.
 
+    Notes
+    -----
     COCO numbers COCOeval cannot define (-1, e.g. APs without small objects) are left out.
     VOC's per-class vector covers the classes with ground truth, in label order.
     """
@@ -212,6 +214,8 @@ def format_robustness_table(perf: Mapping[str, CorruptionPerformance], *, headli
     for c in head.corruptions:
         cells = "".join(f"{100 * head.per_cell[(c, s)]:>7.1f}" for s in head.severities)
         lines.append(f"{c:<20}{cells}{100 * head.per_corruption[c]:>7.1f}{100 * head.relative_per_corruption[c]:>7.1f}")
+    reasons = {name: rpc_undefined_reason(p.P, p.rPC) for name, p in perf.items()}
+    lines += [f"{name}: {reason}" for name, reason in reasons.items() if reason]
     return "\n".join(lines)
 
 

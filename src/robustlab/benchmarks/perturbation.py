@@ -18,10 +18,10 @@ AlexNet values, and mFR / mT5D over the 10 test perturbations (``"stride-1"``; t
 to see which sequences flip most: :func:`sequence_flips` / :func:`most_flipping_sequences`.
 
 How frames travel through the engine: :meth:`load` applies the model's resize/crop to every
-frame (a no-op for 224 px frames and ImageNet models) and packs the (T, H, W, 3) stack along
-the channel axis as one (H, W, 3T) uint8 "image", so the executor batches sequences like
-images; :meth:`predict` unpacks (B, 3T, H, W) into B*T frames. Batch sizes count sequences
-(31-41 frames each): use ``--batch-size 4``-``8`` for 224 px models.
+frame (a no-op for 224 px frames and ImageNet models) and returns the (T, H, W, 3) stack as
+one sample; a batch stacks them to (B, T, H, W, 3) and :meth:`predict` runs the model on its
+B*T frames, in chunks. Batch sizes count sequences (31-41 frames each): use
+``--batch-size 4``-``8`` for 224 px models.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ import numpy as np
 import torch
 
 from ..data.classification import ImageFolderSamples, read_image_folder, resolve_class_map
+from ..data.fingerprint import files_fingerprint
+from ..safeload import load_npy
 from ..errors import DataError, InputError
 from ..metrics.stability import (
     TEST_PERTURBATIONS,
@@ -49,7 +51,7 @@ from ..metrics.stability import (
     top5_distance,
 )
 from ..perturbations import frame_count, generate, get_perturbation, list_perturbations
-from ..perturbations.dataset import resolve_perturbations, sequence_seed
+from ..perturbations.dataset import recorded_setting, resolve_perturbations, sequence_seed
 from ..perturbations.io import (
     VIDEO_EXTENSIONS,
     is_sequence_entry,
@@ -57,9 +59,12 @@ from ..perturbations.io import (
     read_cifar_p,
     read_sequence,
 )
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.records import Batch, Sample
+from ..engine.records import sample_id
 from ..engine.classification import classify_batch
 from ..engine.options import check_positive, class_map_config, reject_unknown
+from .corruption import own_data_note, published_baseline_label
 
 #: Stored column of per-frame top-k classes, (N, T*k) int32.
 FRAMES_COLUMN = "frame_top5"
@@ -144,6 +149,9 @@ class SequenceFolderSamples:
     def read(self, i: int) -> np.ndarray:
         return read_sequence(self.root / self.files[i], expected_frames=self.frames, stride=self.stride)
 
+    def fingerprint(self, mode: str = "stat") -> str:
+        return files_fingerprint(((f, self.root / f) for f in self.files), mode, extra=(self.labels.tolist(),))
+
     def subset(self, start: int, stop: int) -> SequenceFolderSamples:
         return SequenceFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes,
                                      self.frames, self.stride)
@@ -172,8 +180,14 @@ class CifarPSamples:
     def ids(self) -> tuple[str, ...]:
         return tuple(str(i) for i in range(self.start, self.stop))
 
+    def id(self, i: int) -> str:
+        return str(self.start + i)
+
     def read(self, i: int) -> np.ndarray:
         return np.ascontiguousarray(_open_cifar_p(str(self.path), self.frames, self.stride)[self.start + i])
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return files_fingerprint([(self.path.name, self.path)], mode, extra=(self.start, self.stop, self.labels.tolist()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,6 +215,9 @@ class PerturbedSamples:
         rng = sequence_seed(self.seed, self.base.ids[i], self.perturbation, self.difficulty)
         return generate(self.base.read(i), self.perturbation, setting=self.setting, difficulty=self.difficulty,
                         rng=rng)
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return self.base.fingerprint(mode)
 
 
 # --- listing the released layouts -----------------------------------------------------------------
@@ -306,12 +323,28 @@ def stability_baseline_from_run(config: Mapping[str, Any],
                              {p: t5[p] for p in usable if t5.get(p, 0) > 0}, source=f"stored run {config['baseline_run']}")
 
 
+def difficulty_applies(noise: bool, folder_difficulty: int, stride: int) -> bool:
+    """Whether a folder's sequences measure difficulty ``stride``.
+
+    Temporal perturbations reach difficulty d through the stride (frame j against j - d); noise
+    sequences ignore the stride (every frame against the clean one) and reach difficulty d only
+    through their difficulty-d folder (``gaussian_noise_2`` for d = 2).
+    """
+    return folder_difficulty == stride if noise else True
+
+
 def stability_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
                       baseline: StabilityBaseline | None = None) -> list[MetricRow]:
     """FP, T5D per folder and stride; FR, T5D ratio, mFR, mT5D against the baseline.
 
     ``baseline``: normalise by it (e.g. :func:`stability_baseline_from_run`); by default the
     configured built-in baseline (AlexNet) in the ImageNet setting, and none in the cifar setting.
+
+    Difficulty d (``"stride-d"``) aggregates only the perturbations it applies to
+    (:func:`difficulty_applies`): the temporal ones at stride d, and the noise ones from their
+    difficulty-d folders. A stride-1 (difficulty-1) noise folder never enters a stride-2 mean,
+    where its flip rate would repeat its stride-1 value; :func:`stability_notes` names the set
+    each aggregate covers. FR rows (``flip_rate``) exist for the same (folder, stride) pairs.
     """
     rows: list[MetricRow] = []
     if baseline is None and config.get("setting") == "imagenet":
@@ -332,7 +365,7 @@ def stability_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mappi
             if ranks.shape[2] >= 5:
                 dist = top5_distance(ranks, noise=noise, stride=d)
                 rows.append(("top5_distance", key, dist))
-            if baseline is not None and difficulty == 1 and perturbation in baseline.flip_probability:
+            if baseline is not None and difficulty_applies(noise, difficulty, d) and perturbation in baseline.flip_probability:
                 fp[d][perturbation] = value
                 rows.append(("flip_rate", key, value / baseline.flip_probability[perturbation]))
                 if ranks.shape[2] >= 5 and perturbation in baseline.top5_distance:
@@ -407,6 +440,64 @@ def stability_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
     return out
 
 
+def stability_text(metrics: Iterable[MetricRow]) -> list[str]:
+    """``robustlab show`` layout: per perturbation folder and difficulty (stride) the flip
+    probability, the flip rate, the top-5 distance and its rate; then mFR and mT5D per difficulty."""
+    from ..engine.report import pct, text_table
+
+    summary = stability_summary(metrics)
+    rows = []
+    for folder, by_stride in summary["perturbations"].items():
+        for stride, v in sorted(by_stride.items(), key=lambda kv: int(kv[0].rsplit("-", 1)[-1])):
+            rows.append([folder, stride.rsplit("-", 1)[-1], pct(v.get("fp"), 2), pct(v.get("fr")),
+                         "-" if v.get("t5d") is None else f"{v['t5d']:.3f}", pct(v.get("t5d_rate"))])
+    lines = ["flip probability FP (%), flip rate FR (%), top-5 distance T5D and its rate (%), per difficulty (stride)"]
+    lines += text_table(["perturbation", "difficulty", "FP", "FR", "T5D", "T5D rate"], rows, first_width=18)
+    aggregates = [(k, v) for k, v in summary.items() if k != "perturbations"]
+    if aggregates:
+        lines.append("")
+        for key, value in sorted(aggregates, key=lambda kv: (kv[0].split("/")[-1], kv[0])):
+            name, _, setting = key.partition("/")
+            label = {"mfr": "mFR", "mt5d": "mT5D", "mfr_subset": "mFR (subset)", "mt5d_subset": "mT5D (subset)"}.get(
+                name, name)
+            where = f" at difficulty {setting.rsplit('-', 1)[-1]}" if setting else " (difficulty 1, the headline)"
+            lines.append(f"{label + where:<40}{pct(value):>7}")
+    return lines
+
+
+def difficulty_coverage(metrics: Iterable[MetricRow], stride: int) -> list[str]:
+    """The perturbations an aggregate at ``stride`` covers (those with a flip rate there), in
+    the paper's order."""
+    suffix = f"/stride-{stride}"
+    covered = {parse_folder(s[:-len(suffix)])[0] for m, s, _ in metrics
+               if m == "flip_rate" and s.endswith(suffix) and parse_folder(s[:-len(suffix)])}
+    known = list_perturbations("all")
+    return sorted(covered, key=lambda p: (known.index(p) if p in known else len(known), p))
+
+
+def difficulty_coverage_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+    """One note per stride above 1 naming the perturbations its mFR / mT5D average."""
+    metrics = list(metrics)
+    notes = []
+    for d in config["strides"]:
+        if d == 1:
+            continue
+        covered = difficulty_coverage(metrics, d)
+        if not covered:
+            continue
+        name = "mfr" if any(m == "mfr" and s == f"stride-{d}" for m, s, _ in metrics) else "mfr_subset"
+        noise = [p for p in TEST_PERTURBATIONS if get_perturbation(p).noise]
+        absent = [p for p in noise if p not in covered]
+        notes.append(f"{name} / mt5d at stride-{d} (difficulty {d}) average {len(covered)} perturbations: "
+                     f"{', '.join(covered)}."
+                     + ((f" Noise sequences ignore the stride, so {', '.join(absent)} enter difficulty {d} only "
+                         f"through their difficulty-{d} folders ({', '.join(f'{p}_{d}' for p in absent)}), "
+                         "which this run does not have." if d <= 3 else
+                         f" Noise sequences ignore the stride and have difficulties 1-3 only, so {', '.join(absent)} "
+                         f"have no difficulty-{d} value.") if absent else ""))
+    return notes
+
+
 def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
     names = {m for m, _, _ in metrics}
     by_run = config.get("baseline_run")
@@ -423,6 +514,7 @@ def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
     if any(d != 1 for d in config["strides"]):
         notes.append("rates at stride 2+ are normalised by the baseline's stride-1 (difficulty 1) values"
                      + (" (AlexNet publishes only those)." if not by_run else "."))
+        notes += difficulty_coverage_notes(config, metrics)
     if "top5_distance" not in names:
         notes.append("top-5 distances need at least 5 classes; the model has fewer.")
     return notes
@@ -434,20 +526,25 @@ def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
 class _SequenceBenchmark(Benchmark):
     """Frame stacks in, per-frame top-5 out, stability metrics from the stored columns."""
 
-    def load(self, samples, i: int, model_prepare) -> np.ndarray:
+    def load(self, samples, i: int, prepare) -> Sample:
         frames = samples.read(i)
-        prepared = np.stack([model_prepare(f) for f in frames])
-        t, h, w, c = prepared.shape
-        return np.ascontiguousarray(prepared.transpose(1, 2, 0, 3)).reshape(h, w, t * c)
+        return Sample(sample_id(samples, i), int(samples.labels[i]), np.stack([prepare(f) for f in frames]))
 
-    def predict(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        b, tc, h, w = x.shape
-        t = tc // 3
-        frames = x.reshape(b, t, 3, h, w).reshape(b * t, 3, h, w)
-        tops = [classify_batch(model, frames[s:s + FRAME_CHUNK], top_k=5, num_classes=self.num_classes(config))
-                ["top5_index"] for s in range(0, b * t, FRAME_CHUNK)]
-        top = np.concatenate(tops)
-        return {"n_frames": np.full(b, t, dtype=np.int16), FRAMES_COLUMN: top.reshape(b, t * top.shape[1])}
+    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        x = batch.inputs(model_device(model))  # (B, T, 3, H, W), or a list of (T, 3, H, W)
+        stacks = [x] if not isinstance(x, list) else [s.unsqueeze(0) for s in x]
+        columns = []
+        for stack in stacks:
+            b, t = stack.shape[:2]
+            frames = stack.reshape(b * t, *stack.shape[2:])
+            tops = [classify_batch(model, frames[s:s + FRAME_CHUNK], top_k=5, num_classes=self.num_classes(config))
+                    ["top5_index"] for s in range(0, b * t, FRAME_CHUNK)]
+            top = np.concatenate(tops)
+            columns.append({"n_frames": np.full(b, t, dtype=np.int16), FRAMES_COLUMN: top.reshape(b, t * top.shape[1])})
+        if len(columns) > 1 and len({c[FRAMES_COLUMN].shape[1] for c in columns}) > 1:
+            raise InputError(f"sequences of unit {batch.unit} have different numbers of frames; a perturbation "
+                             "folder's sequences must all have the same length.")
+        return {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         run = config.get("baseline_run")
@@ -464,6 +561,9 @@ class _SequenceBenchmark(Benchmark):
 
     def notes(self, config, metrics) -> list[str]:
         return stability_notes(config, list(metrics))
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return stability_text(metrics)
 
     def summary(self, config, metrics) -> dict[str, Any]:
         # Left empty on purpose: the engine's text table prints every metric row when the summary
@@ -511,7 +611,8 @@ class ImageNetP(_SequenceBenchmark):
                 raise DataError(f"none of {', '.join(sorted(wanted))} is under {root} (found: {', '.join(found)}).")
         else:
             folders = list(found)
-        setting = setting or ("cifar" if layout == "cifar" else "imagenet")
+        made_in = recorded_setting(root)  # a folder robustlab perturb wrote says which setting it used (default)
+        setting = setting or made_in or ("cifar" if layout == "cifar" else "imagenet")
         if setting not in ("imagenet", "cifar"):
             raise InputError(f"setting must be imagenet or cifar; got {setting!r}.")
         if frames not in ("released", "any"):
@@ -568,7 +669,7 @@ class ImageNetP(_SequenceBenchmark):
         frames, stride = self._frames(config, folder), self._max_stride(config, folder) or 0
         if config["layout"] == "cifar":
             if config["labels"]:
-                labels = np.asarray(np.load(config["labels"], allow_pickle=False)).astype(np.int64).reshape(-1)
+                labels = np.asarray(load_npy(config["labels"], what="CIFAR-10-P labels")).astype(np.int64).reshape(-1)
                 if len(labels) < stop:
                     raise DataError(f"{config['labels']} has {len(labels)} labels, fewer than the {stop} sequences of "
                                     f"{folder}.npy.")
@@ -624,6 +725,13 @@ class Perturbed(_SequenceBenchmark):
         _check_strides(chosen, setting, config["strides"])
         config["num_classes"] = len(self._base(config).classes)
         return config
+
+    def notes(self, config, metrics) -> list[str]:
+        metrics = list(metrics)
+        notes = stability_notes(config, metrics)
+        if published_baseline_label(self.name, config) and any(m == "flip_rate" for m, _, _ in metrics):
+            notes.insert(0, own_data_note("FR, mFR and the T5D ratios (mT5D)", config["data"]))
+        return notes
 
     def _base(self, config: Mapping[str, Any]) -> ImageFolderSamples:
         key = repr((config["data"], config["class_map"], config["limit"]))

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from ..data.images import read_image
+from ..data.fingerprint import files_fingerprint
 from ..errors import DataError, InputError
 from ..metrics.pmk import (
     AccuracyCount,
@@ -51,7 +52,8 @@ from ..metrics.pmk import (
 from ..metrics.stats import clopper_pearson
 from ..models.projection import MERGES, groups_from_map, project_logits
 from ..models.protocol import check_logits
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.records import Batch
 from ..engine.options import reject_unknown
 
 FRAMES = "frames"
@@ -84,6 +86,9 @@ class FrameSamples:
     def read(self, i: int) -> np.ndarray:
         """Frame ``i`` as uint8 HxWx3 RGB (DataError naming the file when unreadable)."""
         return read_image(self.root / self.keys[i])
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return files_fingerprint(((k, self.root / k) for k in self.keys), mode, extra=(self.labels.tolist(),))
 
 
 # --- options ---------------------------------------------------------------------------------------
@@ -347,6 +352,40 @@ def pmk_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
     }
 
 
+def pmk_text(summary: Mapping[str, Any], alpha: float = 0.05) -> list[str]:
+    """``robustlab show`` layout: the pm-k curve over k with Clopper-Pearson intervals (and a text
+    bar per k), the drop, accuracy per class, conditional accuracy and the static set."""
+    from ..engine.report import pct, text_table
+
+    if not summary:
+        return []
+    k = summary["k"]
+    rows = []
+    for kk, v in summary["curve"].items():
+        if v is None:
+            continue
+        bar = "#" * int(round(40 * v["value"])) if np.isfinite(v["value"]) else ""
+        rows.append([kk, pct(v["value"]), pct(v["low"]), pct(v["high"]), bar])
+    lines = [f"pm-k accuracy (%): an anchor counts when it and every reviewed neighbour within +-k frames are "
+             f"correct; {100 * (1 - alpha):g}% Clopper-Pearson intervals ({summary['n_anchors']} anchors, "
+             f"{summary['n_neighbours']} neighbours)"]
+    lines += text_table(["k", "pm-k", "low", "high", ""], rows)
+    lines += ["", f"{'pm-0 (anchors alone)':<34}{pct(summary['pm0']['value']):>7}",
+              f"{'pm-' + str(k):<34}{pct(summary[f'pm{k}']['value']):>7}",
+              f"{'drop (points)':<34}{pct(summary['drop']):>7}"]
+    if summary.get("static_accuracy"):
+        lines.append(f"{'static (model-independent) set':<34}{pct(summary['static_accuracy']['value']):>7}")
+    if summary.get("per_class"):
+        lines += ["", "per class (%)"]
+        lines += text_table(["class", "anchors", "pm-0", f"pm-{k}"],
+                            [[c, str(v["n_anchors"]), pct(v["accuracy_original"]), pct(v["accuracy_pmk"])]
+                             for c, v in summary["per_class"].items()], first_width=12)
+    if summary.get("conditional_accuracy"):
+        lines += ["", "P(frame at offset d correct | anchor correct), Gu et al. (%): "
+                  + ", ".join(f"d={d} {pct(v)}" for d, v in summary["conditional_accuracy"].items())]
+    return lines
+
+
 def _pct(v: float) -> str:
     return "-" if v is None or not np.isfinite(v) else f"{100 * v:.1f}"
 
@@ -469,10 +508,11 @@ class VideoPmk(Benchmark):
         labels = np.array([pmk_set.labels[k][0] if k in pmk_set.labels else -1 for k in keys], dtype=np.int64)
         return FrameSamples(Path(config["data"]), keys, labels)
 
-    def predict(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        device = model_device(model)
         if getattr(model, "task", "classification") == "detection":
-            return detect_frames(model, x, config)
-        return classify_frames(model, x, config)
+            return detect_frames(model, batch.inputs(device), config)
+        return classify_frames(model, batch.stacked_inputs(device), config)
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         return {f"static:{r}": r for r in config.get("static_runs") or []}
@@ -498,6 +538,9 @@ class VideoPmk(Benchmark):
 
     def summary(self, config, metrics) -> dict[str, Any]:
         return pmk_summary(metrics)
+
+    def text(self, config, summary, metrics) -> list[str]:
+        return pmk_text(summary, config.get("alpha", 0.05))
 
 
 @register_benchmark

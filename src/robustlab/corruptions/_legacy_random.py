@@ -1,30 +1,56 @@
-"""NumPy's legacy ``RandomState.poisson`` and ``.normal`` for images, compiled: the same draws, faster.
+"""NumPy's legacy ``RandomState`` samplers for images, compiled: the same draws, faster.
 
-shot_noise draws ``rs.poisson(x * rate)`` for every value of the image. NumPy computes, for
-every value, the constants of its sampler (a square root, logarithms, divisions or an
-exponential) and calls the Mersenne Twister through a function pointer. An 8-bit image has at
-most 256 distinct rates, so here the constants are computed once per grey level (with the same
-operations, hence the same float64 values) and the generator runs inline; the random stream
-and every accept/reject decision are unchanged, so the counts are identical to NumPy's and the
-RandomState ends in the same state. The Gaussian noises draw ``rs.normal`` of the image's shape;
-the same inline generator serves NumPy's legacy polar method, including the second value it
-keeps for the next call.
+Covered: ``poisson`` (shot_noise), ``normal`` (gaussian and speckle noise, snow, spatter),
+``random_sample`` and ``uniform`` (impulse noise, elastic_transform) and ``randint`` below 2**32
+values (glass blur's offsets). Each makes the same draws from the same Mersenne Twister stream
+as NumPy and leaves the RandomState in the same state (key, position, cached Gaussian).
 
-The algorithms are NumPy's (``numpy/random/src``): MT19937 with 53-bit doubles
-(``mt19937_next_double``); ``random_poisson``: 0 for a rate of 0, the multiplication method
-below 10, Hoermann's transformed rejection (PTRS) from 10 on, with ``random_loggam``; and
-``legacy_gauss`` / ``legacy_normal``. A RandomState on another bit generator than MT19937 is
-served by NumPy itself.
+How they are faster:
+
+- The generator is run a block (624 words) at a time: the block is regenerated when NumPy
+  would regenerate it (when its next word is needed), tempered at once and, for the
+  floating-point samplers, turned into 53-bit doubles at once (``mt19937_next_double``),
+  vectorised; the samplers then take words or doubles in order.
+- poisson: an 8-bit image has at most 256 distinct rates, so the constants of NumPy's sampler
+  (a square root, logarithms, divisions, an exponential) are computed once per grey level,
+  with the same operations, hence the same float64 values.
+- normal: every candidate pair of the polar method takes four words whether accepted or not,
+  so a whole block is turned into candidates at once, the accepted ones are listed without
+  branches, and only they reach the logarithm; the second value of the last pair is kept for
+  the next call, as NumPy keeps it.
+- The state is read and written in place (NumPy's C struct, through the bit generator's ctypes
+  interface, checked once against its ``state`` property) instead of through
+  ``get_state``/``set_state``, which copy the 624 words one at a time (about 40 us each way).
+
+The algorithms are NumPy's (``numpy/random/src``): MT19937 with 53-bit doubles;
+``random_poisson``: 0 for a rate of 0, the multiplication method below 10, Hoermann's
+transformed rejection (PTRS) from 10 on, with ``random_loggam``; ``legacy_gauss`` /
+``legacy_normal``; ``random_uniform`` (low + range * double); ``buffered_bounded_masked_uint32``.
+A RandomState on another bit generator than MT19937 is served by NumPy itself.
+
+Which one runs: :func:`draw_normal`, :func:`draw_poisson_levels`, :func:`draw_uniform` and
+:func:`draw_randint` (what the kernels call) use the compiled copy unless NumPy's own sampler
+measured clearly faster in this process (:func:`sampler_route`: both are timed once, on a
+scratch generator, at first use; about 10 ms). Both give the same numbers and leave ``rs`` in
+the same state, so the choice never changes a result, only the time. It exists because the
+speed of the two differs by CPU: issue 21 reports NumPy's normal at twice the speed of the
+(then value-by-value) compiled copy on one AMD EPYC machine, while on the machine of
+docs/corruptions-speed.md the compiled copies are the faster.
+``ROBUSTLAB_LEGACY_SAMPLER=compiled`` or ``=numpy`` fixes the route (benchmarks, tests).
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
+import os
+import time
 
 import numba
 import numpy as np
 
-__all__ = ["normal", "poisson_levels"]
+__all__ = ["KINDS", "ROUTES", "SAMPLER_ENV", "draw_normal", "draw_poisson_levels", "draw_randint", "draw_uniform",
+           "normal", "poisson_levels", "randint", "sampler_route", "uniform"]
 
 _N, _M = 624, 397
 # Unsigned 64-bit constants: numba keeps every MT19937 expression in uint64 (mixing signed and
@@ -60,28 +86,6 @@ def _regenerate(key):  # pragma: no cover - compiled
     _twist(key, _N - 1, 0, _M - 1)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _next32(key, pos):  # pragma: no cover - compiled
-    # mt19937_next: one tempered word.
-    if pos >= _N:
-        _regenerate(key)
-        pos = 0
-    y = np.uint64(key[pos])
-    y ^= y >> np.uint64(11)
-    y ^= (y << np.uint64(7)) & _MASK_B
-    y ^= (y << np.uint64(15)) & _MASK_C
-    y ^= y >> np.uint64(18)
-    return y, pos + 1
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _next_double(key, pos):  # pragma: no cover - compiled
-    # mt19937_next_double: 53 random bits from two words.
-    a, pos = _next32(key, pos)
-    b, pos = _next32(key, pos)
-    return (np.float64(a >> np.uint64(5)) * 67108864.0 + np.float64(b >> np.uint64(6))) / 9007199254740992.0, pos
-
-
 @numba.njit(cache=True, nogil=True)
 def _loggam(x, coef):  # pragma: no cover - compiled
     # random_loggam.
@@ -100,6 +104,104 @@ def _loggam(x, coef):  # pragma: no cover - compiled
             gl -= math.log(x0 - 1.0)
             x0 -= 1.0
     return gl
+
+
+@numba.njit(cache=True, nogil=True)
+def _temper_into(key, start, dst, at):  # pragma: no cover - compiled
+    # dst[at + i] = the tempered word key[start + i], i = 0 .. 623 - start (mt19937_next's
+    # output for those positions), vectorised.
+    for i in range(_N - start):
+        y = np.uint64(key[start + i])
+        y ^= y >> np.uint64(11)
+        y ^= (y << np.uint64(7)) & _MASK_B
+        y ^= (y << np.uint64(15)) & _MASK_C
+        y ^= y >> np.uint64(18)
+        dst[at + i] = y
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_doubles(key, words, doubles, carried, first):  # pragma: no cover - compiled
+    # After words[0:carried] (0 or 1, left from the previous block): this block's words from
+    # position `first` on, tempered, then every mt19937_next_double they make, vectorised.
+    _temper_into(key, first, words, carried)
+    available = carried + _N - first
+    n_doubles = available // 2
+    for k in range(n_doubles):
+        a = np.int64(words[2 * k]) >> 5
+        b = np.int64(words[2 * k + 1]) >> 6
+        doubles[k] = (np.float64(a) * 67108864.0 + np.float64(b)) / 9007199254740992.0
+    return n_doubles, available
+
+
+@numba.njit(cache=True, nogil=True)
+def _next_block_doubles(key, words, doubles, n_doubles, available):  # pragma: no cover - compiled
+    # All doubles of the block taken and one more needed: carry an odd last word, regenerate
+    # the state (NumPy does so exactly when the next word is needed), fill again.
+    carried = available - 2 * n_doubles
+    if carried:
+        words[0] = words[2 * n_doubles]
+    _regenerate(key)
+    n_doubles, available = _fill_doubles(key, words, doubles, carried, 0)
+    return n_doubles, available, carried
+
+
+@numba.njit(cache=True, nogil=True)
+def _uniform_fill(out, low, span, scaled, key, pos):  # pragma: no cover - compiled
+    # out[i] = mt19937_next_double() in order (random_sample), or low + span * it (scaled:
+    # legacy random_uniform), a block of doubles at a time.
+    words = np.empty(_N + 2, np.uint32)
+    doubles = np.empty(_N // 2 + 1)
+    first, carried = pos, 0
+    n_doubles, available = _fill_doubles(key, words, doubles, carried, first)
+    di = 0
+    i = 0
+    n = out.shape[0]
+    while i < n:
+        if di >= n_doubles:
+            n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+            first, di = 0, 0
+        take = min(n - i, n_doubles - di)
+        if scaled:
+            for t in range(take):
+                out[i + t] = low + span * doubles[di + t]
+        else:
+            for t in range(take):
+                out[i + t] = doubles[di + t]
+        i += take
+        di += take
+    return first + 2 * di - carried
+
+
+@numba.njit(cache=True, nogil=True)
+def _masked_fill(out, low, span, mask, key, pos):  # pragma: no cover - compiled
+    # out[i] = low + v, v = the next tempered word & mask, words with v > span skipped
+    # (buffered_bounded_masked_uint32: NumPy's legacy randint below 2**32 values), words
+    # tempered a block at a time. Returns the state's position after the last word taken.
+    words = np.empty(_N, np.uint32)
+    first = pos
+    _temper_into(key, first, words, 0)
+    available = _N - first
+    t = 0
+    i = 0
+    n = out.shape[0]
+    while i < n:
+        if t >= available:
+            _regenerate(key)
+            _temper_into(key, 0, words, 0)
+            first, t, available = 0, 0, _N
+        if mask == span:  # a power-of-two range: no word is rejected (vectorised)
+            take = min(n - i, available - t)
+            for j in range(take):
+                out[i + j] = low + (np.int64(words[t + j]) & mask)
+            i += take
+            t += take
+            continue
+        v = np.int64(words[t]) & mask
+        t += 1
+        if v <= span:
+            out[i] = low + v
+            i += 1
+    return first + t
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -129,6 +231,13 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
             log_invalpha[v] = math.log(1.1239 + 1.1328 / (pb[v] - 3.4))
             vr[v] = 0.9277 - 3.6224 / (pb[v] - 2)
     counts = np.empty(levels.shape[0], np.int64)
+    # The doubles of the stream, a block at a time (see _fill_doubles): di is the next one,
+    # n_doubles how many the block made; `first` the block position they start from.
+    words = np.empty(_N + 2, np.uint32)
+    doubles = np.empty(_N // 2 + 1)
+    first, carried = pos, 0
+    n_doubles, available = _fill_doubles(key, words, doubles, carried, first)
+    di = 0
     for i in range(levels.shape[0]):
         v = levels[i]
         lv = lam[v]
@@ -136,9 +245,16 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
             a = pa[v]
             b = pb[v]
             while True:
-                u, pos = _next_double(key, pos)
-                u -= 0.5
-                w, pos = _next_double(key, pos)
+                if di >= n_doubles:
+                    n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+                    first, di = 0, 0
+                u = doubles[di] - 0.5
+                di += 1
+                if di >= n_doubles:
+                    n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+                    first, di = 0, 0
+                w = doubles[di]
+                di += 1
                 us = 0.5 - abs(u)
                 t = math.floor((2 * a / us + b) * u + lv + 0.43)
                 if not abs(t) < 9.2e18:
@@ -160,39 +276,96 @@ def _draw(levels, lam, key, pos, coef):  # pragma: no cover - compiled
             x = 0
             prod = 1.0
             while True:
-                u, pos = _next_double(key, pos)
-                prod *= u
+                if di >= n_doubles:
+                    n_doubles, available, carried = _next_block_doubles(key, words, doubles, n_doubles, available)
+                    first, di = 0, 0
+                prod *= doubles[di]
+                di += 1
                 if prod > enlam[v]:
                     x += 1
                 else:
                     break
             counts[i] = x
-    return counts, pos
+    # A block is refilled only when a double of it is taken, so the state is the current
+    # block at the word after the last double taken.
+    return counts, first + 2 * di - carried
 
 
 @numba.njit(cache=True, nogil=True)
 def _gauss_fill(out, loc, scale, key, pos, has_gauss, gauss):  # pragma: no cover - compiled
     # out[i] = loc + scale * legacy_gauss() in order; returns the generator's state after.
-    for i in range(out.shape[0]):
-        if has_gauss:
-            g = gauss
-            has_gauss = False
-            gauss = 0.0
-        else:
-            while True:
-                x1, pos = _next_double(key, pos)
-                x1 = 2.0 * x1 - 1.0
-                x2, pos = _next_double(key, pos)
-                x2 = 2.0 * x2 - 1.0
-                r2 = x1 * x1 + x2 * x2
-                if not (r2 >= 1.0 or r2 == 0.0):
-                    break
+    # legacy_gauss draws candidate pairs (x1, x2) of two doubles (four words) each until
+    # 0 < x1^2 + x2^2 < 1, returns f * x2 and keeps f * x1 for the next call. Every candidate
+    # takes exactly four words whether accepted or not, so a whole block of the Mersenne
+    # Twister (624 words, regenerated only when the draw needs it, as NumPy does) is turned
+    # into candidates at once (vectorised), the accepted ones listed without branches, and
+    # only they reach the logarithm: the same numbers in the same order as NumPy's loop.
+    n = out.shape[0]
+    i = 0
+    if n and has_gauss:
+        out[0] = loc + scale * gauss
+        i = 1
+        has_gauss = False
+        gauss = 0.0
+    if i >= n:
+        return pos, has_gauss, gauss
+    words = np.empty(_N + 4, np.uint32)
+    x1s = np.empty(_N // 4 + 1)
+    x2s = np.empty(_N // 4 + 1)
+    r2s = np.empty(_N // 4 + 1)
+    accepted = np.empty(_N // 4 + 1, np.int64)
+    # The pending words: `carried` (0..3) left from the previous block, then this block's
+    # words from position `first` on.
+    carried = 0
+    first = pos
+    available = _N - pos
+    _temper_into(key, pos, words, 0)
+    while True:
+        n_candidates = available // 4
+        for c in range(n_candidates):
+            a = np.int64(words[4 * c]) >> 5
+            b = np.int64(words[4 * c + 1]) >> 6
+            d = np.int64(words[4 * c + 2]) >> 5
+            e = np.int64(words[4 * c + 3]) >> 6
+            # mt19937_next_double twice, then 2 u - 1
+            x1 = 2.0 * ((np.float64(a) * 67108864.0 + np.float64(b)) / 9007199254740992.0) - 1.0
+            x2 = 2.0 * ((np.float64(d) * 67108864.0 + np.float64(e)) / 9007199254740992.0) - 1.0
+            x1s[c] = x1
+            x2s[c] = x2
+            r2s[c] = x1 * x1 + x2 * x2
+        m = 0
+        for c in range(n_candidates):
+            r2 = r2s[c]
+            accepted[m] = c
+            m += not (r2 >= 1.0 or r2 == 0.0)
+        last = -1
+        for j in range(m):
+            c = accepted[j]
+            r2 = r2s[c]
             f = math.sqrt(-2.0 * math.log(r2) / r2)
-            gauss = f * x1
-            has_gauss = True
-            g = f * x2
-        out[i] = loc + scale * g
-    return pos, has_gauss, gauss
+            last = c
+            out[i] = loc + scale * (f * x2s[c])
+            i += 1
+            if i >= n:
+                has_gauss = True
+                gauss = f * x1s[c]
+                break
+            out[i] = loc + scale * (f * x1s[c])
+            i += 1
+            if i >= n:
+                break
+        if i >= n:
+            # The last candidate used ends 4 (last + 1) pending words in; it took at least
+            # one word of this block, so the state is this block at the word after it.
+            return first + 4 * (last + 1) - carried, has_gauss, gauss
+        rest = available - 4 * n_candidates
+        for t in range(rest):
+            words[t] = words[4 * n_candidates + t]
+        carried = rest
+        first = 0
+        _regenerate(key)
+        _temper_into(key, 0, words, carried)
+        available = carried + _N
 
 
 def _mt_state(rs: np.random.RandomState):
@@ -204,15 +377,114 @@ def _mt_state(rs: np.random.RandomState):
             bool(state["has_gauss"]), float(state["gauss"]))
 
 
+#: Whether the in-place view of NumPy's MT19937 state matched its ``state`` property (checked
+#: at first use; None = not checked yet).
+_view_matches: list = [None]
+
+
+def _state_view(rs: np.random.RandomState) -> np.ndarray | None:
+    """A writable uint32 view of ``rs``'s MT19937 state in place: ``key[0:624]``, then ``pos``.
+
+    Reading and writing the state through ``get_state``/``set_state`` copies the 624 words one
+    by one (about 40 us each way, which a small draw notices); NumPy's C struct
+    ``mt19937_state {uint32 key[624]; int pos;}`` is reachable through the bit generator's
+    ctypes interface. None when ``rs`` is not on MT19937 or the layout does not check out
+    (compared once with the ``state`` property); callers then go through get/set_state.
+    """
+    bitgen = getattr(rs, "_bit_generator", None)
+    if _view_matches[0] is False or not isinstance(bitgen, np.random.MT19937):
+        return None
+    try:
+        address = bitgen.ctypes.state_address
+    except AttributeError:  # pragma: no cover - very old NumPy
+        _view_matches[0] = False
+        return None
+    view = np.ctypeslib.as_array((ctypes.c_uint32 * (_N + 1)).from_address(address))
+    if _view_matches[0] is None:
+        state = bitgen.state["state"]
+        _view_matches[0] = bool(np.array_equal(view[:_N], state["key"]) and int(view[_N]) == int(state["pos"]))
+        if not _view_matches[0]:  # pragma: no cover - a NumPy with another layout
+            return None
+    return view
+
+
+def _run_in_place(rs: np.random.RandomState, draw) -> bool:
+    """Call ``draw(key, pos) -> new pos`` on ``rs``'s state in place (under the bit generator's
+    lock); False, without calling, when only get/set_state can reach the state."""
+    view = _state_view(rs)
+    if view is None:
+        return False
+    with rs._bit_generator.lock:
+        view[_N] = draw(view[:_N], int(view[_N]))
+    return True
+
+
 def normal(rs: np.random.RandomState, shape: tuple[int, ...], loc: float = 0.0, scale: float = 1.0) -> np.ndarray:
     """``rs.normal(loc, scale, size=shape)``: the same values, and ``rs`` advanced the same way."""
+    out = np.empty(int(np.prod(shape)), np.float64)
+    view = _state_view(rs)
+    if view is not None:
+        # The cached Gaussian lives outside the bit generator: read through get_state, and
+        # written back only when the draw changes it.
+        _, _, _, has_gauss, gauss = rs.get_state(legacy=True)
+        with rs._bit_generator.lock:
+            pos, new_has, new_gauss = _gauss_fill(out, float(loc), float(scale), view[:_N], int(view[_N]),
+                                                  bool(has_gauss), float(gauss))
+            view[_N] = pos
+        if (bool(new_has), float(new_gauss)) != (bool(has_gauss), float(gauss)):
+            rs.set_state(("MT19937", np.array(view[:_N]), pos, int(new_has), new_gauss))
+        return out.reshape(shape)
     state = _mt_state(rs)
     if state is None:
         return rs.normal(loc, scale, size=shape)
     key, pos, has_gauss, gauss = state
-    out = np.empty(int(np.prod(shape)), np.float64)
     pos, has_gauss, gauss = _gauss_fill(out, float(loc), float(scale), key, pos, has_gauss, gauss)
     rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return out.reshape(shape)
+
+
+def randint(rs: np.random.RandomState, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``rs.randint(low, high, size=shape)`` (int64): the same values, ``rs`` advanced the same way.
+
+    NumPy's legacy masked rejection for ranges below 2**32 values (one 32-bit word per try);
+    wider ranges, and generators other than MT19937, are served by NumPy itself.
+    """
+    low, high = int(low), int(high)
+    if high <= low:
+        raise ValueError(f"randint needs low < high; got {low}, {high}")
+    span = high - 1 - low
+    if span >= 0xFFFFFFFF or not isinstance(getattr(rs, "_bit_generator", None), np.random.MT19937):
+        return rs.randint(low, high, size=shape)
+    out = np.empty(int(np.prod(shape)), np.int64)
+    if span == 0:  # NumPy draws nothing for a single value
+        out[:] = low
+        return out.reshape(shape)
+    mask = (1 << span.bit_length()) - 1
+    if not _run_in_place(rs, lambda key, pos: _masked_fill(out, low, span, mask, key, pos)):
+        key, pos, has_gauss, gauss = _mt_state(rs)
+        pos = _masked_fill(out, low, span, mask, key, pos)
+        rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return out.reshape(shape)
+
+
+def uniform(rs: np.random.RandomState, shape: tuple[int, ...], low: float | None = None,
+            high: float | None = None) -> np.ndarray:
+    """``rs.random_sample(shape)``, or ``rs.uniform(low, high, size=shape)`` when ``low`` and
+    ``high`` are given: the same float64 values, and ``rs`` advanced the same way."""
+    scaled = low is not None or high is not None
+    if scaled:
+        low, high = float(0.0 if low is None else low), float(1.0 if high is None else high)
+        span = high - low  # NumPy's range, then low + range * double
+        if not np.isfinite(span):
+            raise OverflowError(f"uniform range {low}..{high} is not finite")
+    if not isinstance(getattr(rs, "_bit_generator", None), np.random.MT19937):
+        return rs.uniform(low, high, size=shape) if scaled else rs.random_sample(shape)
+    out = np.empty(int(np.prod(shape)), np.float64)
+    args = (low, span) if scaled else (0.0, 1.0)
+    if not _run_in_place(rs, lambda key, pos: _uniform_fill(out, *args, scaled, key, pos)):
+        key, pos, has_gauss, gauss = _mt_state(rs)
+        pos = _uniform_fill(out, *args, scaled, key, pos)
+        rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
     return out.reshape(shape)
 
 
@@ -239,10 +511,150 @@ def poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarra
             and (levels.min() < 0 or levels.max() >= lam.shape[0]):
         raise IndexError(f"levels must index the {lam.shape[0]} rates; got values "
                          f"{levels.min()}..{levels.max()}")
-    state = _mt_state(rs)
-    if state is None:
+    if not isinstance(getattr(rs, "_bit_generator", None), np.random.MT19937):
         return rs.poisson(lam[levels])
-    key, pos, has_gauss, gauss = state
-    counts, pos = _draw(np.ascontiguousarray(levels).reshape(-1), lam, key, pos, _LOGGAM_COEF)
-    rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
-    return counts.reshape(levels.shape)
+    flat = np.ascontiguousarray(levels).reshape(-1)
+    result = []
+
+    def draw(key, pos):
+        counts, pos = _draw(flat, lam, key, pos, _LOGGAM_COEF)
+        result.append(counts)
+        return pos
+
+    if not _run_in_place(rs, draw):
+        key, pos, has_gauss, gauss = _mt_state(rs)
+        pos = draw(key, pos)
+        rs.set_state(("MT19937", key, pos, int(has_gauss), gauss))
+    return result[0].reshape(levels.shape)
+
+
+# --------------------------------------------------------------------------- route per CPU
+
+#: The samplers with two routes: :func:`draw_normal`, :func:`draw_poisson_levels`,
+#: :func:`draw_uniform`, :func:`draw_randint`.
+KINDS = ("normal", "poisson", "uniform", "randint")
+#: Environment variable fixing the route of :func:`draw_normal` / :func:`draw_poisson_levels`.
+SAMPLER_ENV = "ROBUSTLAB_LEGACY_SAMPLER"
+#: Its values: ``auto`` (default: the faster, measured once per process), ``compiled``, ``numpy``.
+ROUTES = ("auto", "compiled", "numpy")
+#: Values drawn per timing call of the calibration, and timing calls per route (minimum kept).
+_CALIBRATION_SIZE = 1 << 15
+_CALIBRATION_ROUNDS = 5
+#: NumPy is chosen only when it measures at least this much faster (timing noise on a busy
+#: machine must not flip the route back and forth; the gap reported on the slow machine was 2x).
+_NUMPY_MARGIN = 0.9
+_measured: dict[str, str] = {}
+
+
+def _calibration_calls(kind: str):
+    """(compiled call, NumPy call) drawing the same numbers of ``kind`` from scratch generators."""
+    compiled_rs, numpy_rs = np.random.RandomState(20240501), np.random.RandomState(20240501)
+    if kind == "normal":
+        return (lambda: normal(compiled_rs, (_CALIBRATION_SIZE,), 0.0, 0.1),
+                lambda: numpy_rs.normal(0.0, 0.1, size=_CALIBRATION_SIZE))
+    if kind == "uniform":
+        return (lambda: uniform(compiled_rs, (_CALIBRATION_SIZE,), -0.5, 0.5),
+                lambda: numpy_rs.uniform(-0.5, 0.5, size=_CALIBRATION_SIZE))
+    if kind == "randint":  # glass blur's offsets at severity 4: [-3, 3), a quarter of the tries rejected
+        return (lambda: randint(compiled_rs, -3, 3, (_CALIBRATION_SIZE,)),
+                lambda: numpy_rs.randint(-3, 3, size=_CALIBRATION_SIZE))
+    # shot_noise's rates: grey levels 0..255 at 12 photons per unit (both of NumPy's methods).
+    levels = np.random.RandomState(7).randint(0, 256, _CALIBRATION_SIZE).astype(np.uint8)
+    lam = (np.arange(256, dtype=np.uint8) / 255.0) * 12
+    return (lambda: poisson_levels(compiled_rs, levels, lam), lambda: numpy_rs.poisson(lam[levels]))
+
+
+def _measure(kind: str) -> str:
+    """Time both routes of ``kind`` (thread CPU time, minimum of a few alternating calls);
+    the compiled copy unless NumPy is clearly faster."""
+    compiled_call, numpy_call = _calibration_calls(kind)
+    compiled_call()  # compiles (or loads the cache) and warms up
+    numpy_call()
+    best = {"compiled": math.inf, "numpy": math.inf}
+    for _ in range(_CALIBRATION_ROUNDS):
+        for route, call in (("compiled", compiled_call), ("numpy", numpy_call)):
+            t0 = time.thread_time()
+            call()
+            best[route] = min(best[route], time.thread_time() - t0)
+    return "numpy" if best["numpy"] < _NUMPY_MARGIN * best["compiled"] else "compiled"
+
+
+def sampler_route(kind: str) -> str:
+    """``"compiled"`` or ``"numpy"``: the route :func:`draw_normal` (``kind="normal"``),
+    :func:`draw_poisson_levels` (``"poisson"``), :func:`draw_uniform` (``"uniform"``) or
+    :func:`draw_randint` (``"randint"``) takes in this process.
+
+    Set by :data:`SAMPLER_ENV`, else measured at the first call and kept.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
+    mode = os.environ.get(SAMPLER_ENV, "auto").strip().lower() or "auto"
+    if mode not in ROUTES:
+        raise ValueError(f"{SAMPLER_ENV} must be one of {', '.join(ROUTES)}; got {mode!r}")
+    if mode != "auto":
+        return mode
+    if kind not in _measured:
+        _measured[kind] = _measure(kind)
+    return _measured[kind]
+
+
+def draw_normal(rs: np.random.RandomState, shape: tuple[int, ...], loc: float = 0.0,
+                scale: float = 1.0) -> np.ndarray:
+    """``rs.normal(loc, scale, size=shape)`` by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        float64 of ``shape``; the same values and the same final state of ``rs`` either way.
+    """
+    if sampler_route("normal") == "compiled":
+        return normal(rs, shape, loc, scale)
+    return rs.normal(loc, scale, size=shape)
+
+
+def draw_poisson_levels(rs: np.random.RandomState, levels: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """``rs.poisson(lam[levels])`` by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        int64 counts of ``levels``' shape; the same counts and final state of ``rs`` either way.
+    """
+    if sampler_route("poisson") == "compiled":
+        return poisson_levels(rs, levels, lam)
+    return rs.poisson(np.asarray(lam, dtype=np.float64)[np.asarray(levels)])
+
+
+#: Draws smaller than this go to NumPy directly (reading and writing the generator's state
+#: costs more than the draw saves).
+_SMALL_DRAW = 4096
+
+
+def draw_uniform(rs: np.random.RandomState, shape: tuple[int, ...], low: float | None = None,
+                 high: float | None = None) -> np.ndarray:
+    """``rs.random_sample(shape)``, or ``rs.uniform(low, high, size=shape)`` when ``low`` and
+    ``high`` are given, by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        float64 of ``shape``; the same values and final state of ``rs`` either way.
+    """
+    if int(np.prod(shape)) >= _SMALL_DRAW and sampler_route("uniform") == "compiled":
+        return uniform(rs, shape, low, high)
+    if low is None and high is None:
+        return rs.random_sample(shape)
+    return rs.uniform(0.0 if low is None else low, 1.0 if high is None else high, size=shape)
+
+
+def draw_randint(rs: np.random.RandomState, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``rs.randint(low, high, size=shape)`` by the faster route (:func:`sampler_route`).
+
+    Returns
+    -------
+    np.ndarray
+        int64 in [low, high) of ``shape``; the same values and final state of ``rs`` either way.
+    """
+    if sampler_route("randint") == "compiled":
+        return randint(rs, low, high, shape)
+    return rs.randint(low, high, size=shape)

@@ -14,8 +14,14 @@ Guarantees:
 - **Resumable.** Outputs already present are skipped; every file is written under a
   temporary name and renamed when complete, so a killed run never leaves a truncated file
   (stale temporary files are removed by the next run). Rerunning the same command continues.
-- **Bad sources are not fatal.** Unreadable, corrupt or too-small images (and images a COCO
-  file lists that are missing) are collected and reported at the end and in the summary file.
+  A source image changed since the last run (size or time) has its outputs made again;
+  sources removed since are reported (see :mod:`robustlab.data.builds`).
+- **Bad sources are not fatal.** Unreadable, corrupt or too-small images, images over the
+  pixel limit (``max_pixels``, a decompression-bomb guard), and images a COCO file lists that
+  are missing, are collected and reported at the end and in the summary file.
+- **One run per destination.** A run holds a lock on DST; a second run into it stops at once
+  and names the process holding it. DST may lie inside SRC: it (and any other robustlab output
+  tree or store inside SRC) is never read back as input.
 
 Encoding: JPEG (``quality`` 85 by default, as the released ImageNet-C) or lossless PNG. An
 output keeps its source's file name unless the extension contradicts the encoding
@@ -34,9 +40,10 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import BuildSummary, SourceFailure, check_resume, running, write_summary
-from ..data.folders import ImageDataset, discover_dataset
-from ..data.images import check_image, encode_image, read_image
+from ..data.builds import (BuildSummary, SourceFailure, check_resume, output_lock, record_sources, running,
+                           source_changes, source_stamps, write_summary)
+from ..data.folders import ImageDataset, check_output_location, discover_dataset
+from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs
 from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, ensure_dir
@@ -213,6 +220,8 @@ class Task:
     corruption: str
     severities: tuple[int, ...]
     settings: CorruptSettings
+    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
+    max_pixels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +239,8 @@ def run_task(task: Task) -> TaskResult:
     """Read one source image, corrupt it at each severity, write the outputs atomically."""
     s = task.settings
     try:
-        image = check_image(read_image(task.source), name=f"image {task.source}", min_size=MIN_SIZE)
+        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                            min_size=MIN_SIZE)
     except RobustlabError as exc:
         return TaskResult(task.relative, 0, len(task.severities), "unreadable", str(exc))
     written = 0
@@ -253,13 +263,14 @@ def run_task(task: Task) -> TaskResult:
     return TaskResult(task.relative, written)
 
 
-def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: CorruptSettings) -> Iterator[Task]:
+def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: CorruptSettings, *,
+               max_pixels: int | None = None) -> Iterator[Task]:
     """One task per (image, corruption) with pending severities (see :func:`pending_mask`), image-major."""
     for i, rel in enumerate(dataset.images):
         for ci, c in enumerate(settings.corruptions):
             severities = tuple(sev for sev, todo in zip(settings.severities, mask[i, ci]) if todo)
             if severities:
-                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings)
+                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings, max_pixels)
 
 
 def default_workers() -> int:
@@ -285,6 +296,23 @@ class CorruptSummary(BuildSummary):
     """What a ``robustlab corrupt`` run did. ``written + skipped + failed == outputs``."""
 
     tool = "robustlab corrupt"
+
+
+def remove_outputs_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
+    """Delete every output of the sources ``relatives`` under any ``DST/<corruption>/<severity>``
+    (their source changed: the outputs are stale). Returns how many files were removed."""
+    relatives = list(relatives)
+    if not relatives:
+        return 0
+    removed = 0
+    for corruption in (e for e in os.scandir(dst) if e.is_dir() and not e.name.startswith(".")):
+        for severity in (e for e in os.scandir(corruption.path) if e.is_dir() and e.name.isdigit()):
+            for rel in relatives:
+                target = Path(severity.path, *output_relative(rel, fmt).parts)
+                if target.is_file():
+                    target.unlink()
+                    removed += 1
+    return removed
 
 
 def _check_resume(dst: Path, settings: CorruptSettings) -> None:
@@ -324,14 +352,15 @@ def _write_annotations(dst: Path, dataset: ImageDataset, settings: CorruptSettin
         for s in settings.severities:
             for rel, data in files.items():
                 target = Path(dst, c, str(s), *rel.parts)
-                if not target.exists():
+                if not target.is_file() or target.read_bytes() != data:  # missing, or from changed annotations
                     atomic_write_bytes(target, data)
 
 
 def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings, *,
                     workers: int | None = None, coco_annotations: list[str | os.PathLike] | None = None,
                     progress: ProgressCallback | None = None,
-                    on_start: Callable[[CorruptSummary, int], None] | None = None) -> CorruptSummary:
+                    on_start: Callable[[CorruptSummary, int], None] | None = None,
+                    max_pixels: int | None = None) -> CorruptSummary:
     """Write the corrupted copy of dataset ``src`` into ``dst`` (see the module docstring).
 
     Parameters
@@ -353,6 +382,9 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     on_start : callable, optional
         Called once before the work starts with the summary (totals and ``skipped`` known) and
         the number of outputs left to make.
+    max_pixels : int, optional
+        Largest source image read, in pixels (width x height); larger ones are skipped as
+        failed sources with the reason. Default :data:`robustlab.data.images.DEFAULT_MAX_PIXELS`.
 
     Returns
     -------
@@ -362,10 +394,23 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
-    dataset = discover_dataset(src, coco_annotations)
+    max_pixels = check_max_pixels(max_pixels)
+    check_output_location(src, dst)
+    dataset = discover_dataset(src, coco_annotations, exclude=[dst])
     check_output_names(dataset.images, settings.format)
     dst = ensure_dir(dst)
+    with output_lock(dst, CorruptSummary.tool):
+        return _corrupt_locked(dataset, dst, settings, workers, progress, on_start, max_pixels)
+
+
+def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings, workers: int,
+                    progress: ProgressCallback | None, on_start: Callable[[CorruptSummary, int], None] | None,
+                    max_pixels: int | None) -> CorruptSummary:
     _check_resume(dst, settings)
+    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
+    changed, removed = source_changes(dst, stamps)
+    remove_outputs_of(dst, changed, settings.format)
+    record_sources(dst, stamps)
 
     per_image = len(settings.corruptions) * len(settings.severities)
     n_images = len(dataset.images) + len(dataset.missing)
@@ -374,6 +419,7 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     summary.failures = [SourceFailure(rel.as_posix(), "missing", "listed in the COCO annotations but not on disk",
                                       per_image) for rel in dataset.missing]
     summary.failed = len(dataset.missing) * per_image
+    summary.sources_changed, summary.sources_removed = changed, removed
     started = time.perf_counter()
     _write_summary(dst, summary)
     _write_annotations(dst, dataset, settings)
@@ -386,8 +432,8 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
         on_start(summary, todo)
 
     with running(summary, dst, SUMMARY_NAME, started):
-        summary.record_all(run_tasks(iter_tasks(dataset, dst, mask, settings), min(workers, max(1, n_tasks))),
-                           progress)
+        summary.record_all(run_tasks(iter_tasks(dataset, dst, mask, settings, max_pixels=max_pixels),
+                                     min(workers, max(1, n_tasks))), progress)
     return summary
 
 
@@ -403,13 +449,13 @@ def format_summary(summary: CorruptSummary, *, max_failures: int = 20) -> str:
         f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
         f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
     ]
-    return "\n".join(lines + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
 
 
 def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings,
                                   *, workers: int | None = None,
                                   coco_annotations: list[str | os.PathLike] | None = None,
-                                  console=None) -> CorruptSummary:
+                                  console=None, max_pixels: int | None = None) -> CorruptSummary:
     """:func:`corrupt_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn,
@@ -430,6 +476,6 @@ def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike
 
     try:
         return corrupt_dataset(src, dst, settings, workers=workers, coco_annotations=coco_annotations,
-                               progress=lambda n: bar.advance(task_id, n), on_start=on_start)
+                               progress=lambda n: bar.advance(task_id, n), on_start=on_start, max_pixels=max_pixels)
     finally:
         bar.stop()

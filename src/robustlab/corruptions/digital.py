@@ -28,6 +28,7 @@ from PIL import Image
 
 from ._gaussian import gaussian_filter
 from ._kernels import unit_to_uint8
+from ._legacy_random import draw_uniform
 from ._pil_resample import box_resize, nearest_resize
 from .registry import register
 
@@ -329,7 +330,7 @@ def warp_by_field(image: np.ndarray, dy: np.ndarray, dx: np.ndarray) -> np.ndarr
 def _smooth_field(rs: np.random.RandomState, shape: tuple[int, int], amplitude: float,
                   sigma: object, alpha: float) -> np.ndarray:
     """alpha * Gaussian-smoothed uniform(-amplitude, amplitude) noise, float32 (one draw)."""
-    noise = rs.uniform(-amplitude, amplitude, size=shape)
+    noise = draw_uniform(rs, shape, -amplitude, amplitude)
     return (gaussian_filter(noise, sigma, mode="reflect", truncate=3) * alpha).astype(np.float32)
 
 

@@ -3,13 +3,14 @@
 Every kernel is ``kernel(image, severity, rs, profile) -> image``: uint8 HxWx3 in, uint8 HxWx3
 out, computed in float64 on ``image / 255.`` as both references do and truncated to uint8 at
 the end (``np.uint8``, no rounding). The noise is drawn from ``rs`` with the same calls, shapes
-and order as the references draw from the global ``np.random`` (shot noise's Poisson counts
-through a compiled copy of NumPy's sampler, :mod:`._legacy_random`, which makes the same draws
-from the same stream), so a seeded RandomState gives bit-identical output to imagecorruptions
-1.1.2 (and to hendrycks' scripts at their nominal sizes) - except impulse_noise, whose
-reference draws from scikit-image's own unseeded generator: here it is reproducible from ``rs``
-and equal to the reference *in distribution* (every value independently: salt with probability
-amount/2, pepper with amount/2).
+and order as the references draw from the global ``np.random`` (through compiled copies of
+NumPy's samplers, :mod:`._legacy_random`, which make the same draws from the same stream and
+leave the same state, or through NumPy itself where that measures faster), so a seeded
+RandomState gives bit-identical output to imagecorruptions 1.1.2 (and to hendrycks' scripts at
+their nominal sizes) - except impulse_noise, whose reference draws from scikit-image's own
+unseeded generator: here it is reproducible from ``rs`` and equal to the reference *in
+distribution* (every value independently: salt with probability amount/2, pepper with
+amount/2).
 
 Profiles only change the severity tables (the formulas are the same in all four references);
 noise kernels work on any image size.
@@ -21,7 +22,7 @@ import numba
 import numpy as np
 
 from ._kernels import severity_param, unit_float, unit_value_to_uint8
-from ._legacy_random import normal, poisson_levels
+from ._legacy_random import draw_normal, draw_poisson_levels, draw_uniform
 from .registry import register
 
 #: Standard deviation of the additive noise, in units of the [0, 1] intensity range.
@@ -104,17 +105,17 @@ def gaussian_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, 
     """Additive Gaussian noise: x + N(0, sigma^2) per value (the draws of one ``rs.normal`` of the image's shape)."""
     sigma = severity_param(GAUSSIAN_SIGMA, profile, severity)
     image = np.ascontiguousarray(image)
-    return _additive(image, normal(rs, image.shape, 0.0, sigma), False)
+    return _additive(image, draw_normal(rs, image.shape, 0.0, sigma), False)
 
 
 @register("shot_noise", group="noise", benchmark=True)
 def shot_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Poisson (photon) noise: Poisson(x * rate) / rate per value."""
     rate = severity_param(SHOT_RATE, profile, severity)
-    # The reference's rates unit_float(image) * rate, one per grey level; poisson_levels draws
-    # exactly rs.poisson's counts for them.
+    # The reference's rates unit_float(image) * rate, one per grey level; draw_poisson_levels
+    # draws exactly rs.poisson's counts for them.
     rates = unit_float(np.arange(256, dtype=np.uint8)) * rate
-    counts = poisson_levels(rs, np.ascontiguousarray(image), rates)
+    counts = draw_poisson_levels(rs, np.ascontiguousarray(image), rates)
     return _counts(counts, float(rate), image.shape)
 
 
@@ -130,7 +131,7 @@ def impulse_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, p
     """
     amount = severity_param(IMPULSE_AMOUNT, profile, severity)
     image = np.ascontiguousarray(image)
-    return _salt_and_pepper(image, rs.random_sample(image.shape), float(amount))
+    return _salt_and_pepper(image, draw_uniform(rs, image.shape), float(amount))
 
 
 @register("speckle_noise", group="noise", benchmark=False)
@@ -138,4 +139,4 @@ def speckle_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, p
     """Multiplicative noise: x + x * N(0, sigma^2) per value."""
     sigma = severity_param(SPECKLE_SIGMA, profile, severity)
     image = np.ascontiguousarray(image)
-    return _additive(image, normal(rs, image.shape, 0.0, sigma), True)
+    return _additive(image, draw_normal(rs, image.shape, 0.0, sigma), True)

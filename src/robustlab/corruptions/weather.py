@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import DataError
 from ._gaussian import gaussian_filter
 from ._kernels import clipped_zoom, motion_blur
-from ._legacy_random import normal
+from ._legacy_random import draw_normal
 from ._plasma import next_power_of_two, plasma_fractal
 from .registry import register
 
@@ -117,7 +117,7 @@ def snow(image: np.ndarray, severity: int, rs: np.random.RandomState,
     """
     mean, std, zoom, threshold, radius, sigma, weight = SNOW[profile][severity - 1]
     h, w = image.shape[:2]
-    flakes = normal(rs, (h, w), mean, std)
+    flakes = draw_normal(rs, (h, w), mean, std)
     if profile == "imagecorruptions":
         # the whole zoomed layer (a little larger than the image) is blurred, then cropped
         flakes = clipped_zoom(flakes, zoom, full=True)
@@ -301,7 +301,7 @@ def spatter(image: np.ndarray, severity: int, rs: np.random.RandomState,
     Draws: one ``normal(H x W)`` liquid layer.
     """
     mean, std, sigma, threshold, intensity, mud = SPATTER[profile][severity - 1]
-    liquid = normal(rs, image.shape[:2], mean, std)
+    liquid = draw_normal(rs, image.shape[:2], mean, std)
     liquid = gaussian_filter(liquid, sigma, mode="nearest", truncate=4.0)
     liquid[liquid < threshold] = 0
     if not mud:

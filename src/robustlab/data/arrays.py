@@ -104,11 +104,21 @@ class BlendedDataset(torch.utils.data.Dataset):
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         return to_tensor(self.image(i)), self.label(i)
 
-    def materialise(self, name: str | None = None) -> ArrayDataset:
-        """This epoch's blended images and labels as an :class:`ArrayDataset`."""
-        imgs = np.stack([self.image(i) for i in range(len(self))])
-        return ArrayDataset(imgs, np.array([self.label(i) for i in range(len(self))]),
-                            name or f"blend({self.a.name},{self.b.name},{self.alpha:g},{self.task})")
+    def materialise(self, name: str | None = None, *, chunk: int = 4096) -> ArrayDataset:
+        """This epoch's blended images and labels as an :class:`ArrayDataset`.
+
+        The same pixels as :meth:`image` item by item, computed ``chunk`` images at a time
+        (float32 scratch of ``chunk`` x H x W x 3).
+        """
+        n = len(self)
+        imgs = np.empty((n, *self.a.images.shape[1:]), np.uint8)
+        for start in range(0, n, chunk):
+            stop = min(n, start + chunk)
+            mix = (self.alpha * self.a.images[start:stop].astype(np.float32)
+                   + (1 - self.alpha) * self.b.images[self.pairing[start:stop]])
+            imgs[start:stop] = np.clip(np.rint(mix), 0, 255).astype(np.uint8)
+        labels = self.a.labels if self.task == "a" else self.b.labels[self.pairing]
+        return ArrayDataset(imgs, np.array(labels), name or f"blend({self.a.name},{self.b.name},{self.alpha:g},{self.task})")
 
 
 def blend(dataset_a: ArrayDataset, dataset_b: ArrayDataset, alpha: float = 0.5, *, task: str = "a",
@@ -146,8 +156,18 @@ class ArrayDatasetSamples:
     def classes(self) -> tuple[str, ...]:
         return tuple(str(c) for c in range(int(self.dataset.labels.max()) + 1))
 
+    def id(self, i: int) -> str:
+        return f"{self.dataset.name}/{self.start + i}"
+
     def read(self, i: int) -> np.ndarray:
         return self.dataset.images[self.start + i]
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        """A hash of the rows' pixels and labels (in-memory data has no files to stat)."""
+        from .fingerprint import array_fingerprint
+
+        return array_fingerprint(self.dataset.images[self.start:self._stop()],
+                                 extra=(self.dataset.name, self.start, self.labels.tolist()))
 
     def subset(self, start: int, stop: int) -> "ArrayDatasetSamples":
         return ArrayDatasetSamples(self.dataset, self.start + start, min(self.start + stop, self._stop()))

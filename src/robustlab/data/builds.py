@@ -4,12 +4,22 @@ a run, the failures it lists, and the resume check against the settings already 
 A builder writes ``DST/<summary file>`` (JSON) at the start and the end of a run. Rerunning
 into the same destination resumes it, but only with the settings that change the outputs
 unchanged (``resume_keys``): mixing outputs of two seeds would give an inconsistent dataset.
+While it runs, a builder holds an exclusive lock on DST (:func:`output_lock`), so a second run
+into the same folder stops at once, naming the process that holds it, instead of deleting the
+first one's temporary files.
+
+A builder also records the source images it was given (relative path, size, modification
+time: :func:`source_stamps`) in ``DST/.robustlab-sources.json``. When it resumes, a source that
+changed since (another size or time) has its outputs made again, so DST never keeps outputs of
+an image's old content; sources removed since are reported (their outputs are left in place).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -18,7 +28,12 @@ from typing import Any, ClassVar
 
 from .. import __version__
 from ..errors import DataError, InputError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, explain_os_error
+
+#: The lock file a running builder holds in its destination (hidden: listings skip it).
+LOCK_NAME = ".robustlab.lock"
+#: The record of the sources a builder was given (hidden: listings skip it).
+SOURCES_NAME = ".robustlab-sources.json"
 
 
 @dataclass
@@ -50,6 +65,10 @@ class BuildSummary:
     seconds: float = 0.0
     status: str = "running"
     workers: int = 1
+    #: Sources whose size or time changed since the last run into DST (their outputs were made again).
+    sources_changed: list[str] = field(default_factory=list)
+    #: Sources of an earlier run into DST that are gone (their outputs are still in DST).
+    sources_removed: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._by_image: dict[str, SourceFailure] = {}
@@ -82,6 +101,17 @@ class BuildSummary:
             if progress is not None:
                 progress(done)
 
+    def change_lines(self, max_names: int = 5) -> list[str]:
+        """Terminal notes on sources changed or removed since the last run into DST (empty when none)."""
+        lines = []
+        for names, what in ((self.sources_changed, "changed since the last run; their outputs were made again"),
+                            (self.sources_removed, "are gone since the last run; their outputs are still in "
+                                                   f"{self.destination} (delete them, or use a fresh destination)")):
+            if names:
+                more = f" ... and {len(names) - max_names} more" if len(names) > max_names else ""
+                lines.append(f"note: {len(names)} source image(s) {what}: {', '.join(names[:max_names])}{more}")
+        return lines
+
     def failure_lines(self, summary_name: str, max_failures: int = 20) -> list[str]:
         """The terminal lines listing bad sources (the first ``max_failures``), empty when none."""
         if not self.failures:
@@ -107,14 +137,128 @@ def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple
         return
     try:
         old = json.loads(path.read_text(encoding="utf-8"))["settings"]
+        if not isinstance(old, dict):
+            raise TypeError(f"'settings' is a {type(old).__name__}, not an object")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{path} is unreadable ({exc}); delete it to resume into {dst}, "
-                        "or choose another destination.") from exc
+        raise DataError(f"{path} is unreadable or malformed ({type(exc).__name__}: {exc}); it records the settings "
+                        f"of the outputs in {dst}. Delete it to resume with the settings given now, or choose "
+                        "another destination.") from exc
     new = asdict(settings)
     diff = [f"{k} {old.get(k)!r} (asked: {new[k]!r})" for k in resume_keys if old.get(k) != new[k]]
     if diff:
         raise InputError(f"{dst} already holds {what} made with {', '.join(diff)}; mixing them would give "
                          "an inconsistent dataset. Use the same settings to resume, or another destination.")
+
+
+def source_stamps(root: Path, relatives: Iterable[Any]) -> dict[str, list[int]]:
+    """``{relative path: [size in bytes, modification time in ns]}`` of the source files.
+
+    A file that cannot be stat'ed (vanished, unreadable folder) gets ``[-1, -1]``: it reads as
+    changed when it comes back.
+    """
+    stamps: dict[str, list[int]] = {}
+    for rel in relatives:
+        key = str(rel)
+        try:
+            st = os.stat(os.path.join(root, key))
+            stamps[key] = [int(st.st_size), int(st.st_mtime_ns)]
+        except OSError:
+            stamps[key] = [-1, -1]
+    return stamps
+
+
+def source_changes(dst: Path, stamps: dict[str, list[int]]) -> tuple[list[str], list[str]]:
+    """Sources (changed, removed) since the stamps recorded in ``dst`` (sorted; empty when none
+    were recorded: a destination from an earlier robustlab, or a new one)."""
+    path = Path(dst) / SOURCES_NAME
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))["sources"]
+        if not isinstance(old, dict):
+            raise TypeError("not an object")
+    except FileNotFoundError:
+        return [], []
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{path} is unreadable or malformed ({type(exc).__name__}: {exc}); it records the source "
+                        "images of the outputs in this folder. Delete it to resume without that check, or choose "
+                        "another destination.") from exc
+    changed = sorted(k for k, v in stamps.items() if k in old and old[k] != v)
+    removed = sorted(k for k in old if k not in stamps)
+    return changed, removed
+
+
+def record_sources(dst: Path, stamps: dict[str, list[int]]) -> Path:
+    """Write the source stamps to ``dst/.robustlab-sources.json`` atomically."""
+    return atomic_write_text(Path(dst) / SOURCES_NAME, json.dumps({"format": 1, "sources": stamps}) + "\n")
+
+
+def _lock_holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        text = ""
+    return text or "another process"
+
+
+@contextlib.contextmanager
+def output_lock(dst: Path, tool: str) -> Iterator[Path]:
+    """Hold an exclusive lock on the output folder ``dst`` for the duration of a run.
+
+    The lock is an advisory ``flock`` on ``dst/.robustlab.lock``, released when the block
+    ends or the process dies (even by SIGKILL), so a killed run never leaves a stale lock. The
+    file records the holder (pid, command, start time) for the message a second run gets.
+
+    Parameters
+    ----------
+    dst : Path
+        The output folder (must exist).
+    tool : str
+        The command, for the record (``"robustlab corrupt"``).
+
+    Raises
+    ------
+    DataError
+        When another process holds the lock: names it and says what to do.
+    """
+    path = Path(dst) / LOCK_NAME
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks here
+        yield path
+        return
+    fd = _acquire_lock_file(path, fcntl)
+    try:
+        record = f"pid {os.getpid()}, {tool}, since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)[:200]}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record.encode("utf-8", "replace"), 0)
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # while still holding the lock: a waiting run then sees a new file (below)
+        os.close(fd)  # releases the lock
+
+
+def _acquire_lock_file(path: Path, fcntl) -> int:
+    """Open and lock ``path``; retry when the file was replaced meanwhile (its holder removed it
+    on release after we opened it: the lock we got is on a file nobody else will see)."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DataError(explain_os_error(exc, path, "create the lock file")) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataError(f"{path.parent} is being written by another run ({_lock_holder(path)}). Wait for it to "
+                            "finish (or stop it), or choose another destination; two runs into one folder would "
+                            "delete each other's temporary files.") from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
 
 
 def write_summary(dst: Path, summary_name: str, summary: BuildSummary) -> Path:

@@ -37,13 +37,19 @@ from pathlib import Path
 import numpy as np
 
 from ..corruptions.api import corrupt
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, did_you_mean
 from ..seeding import derive_seed
+from ..fsutil import explain_os_error
+from ..safeload import load_npy
+from .fingerprint import files_fingerprint
+from .folders import skipped_subfolders
 from .images import is_image_file, read_image
 from .wordnet import ilsvrc_wnids
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 SEVERITIES = (1, 2, 3, 4, 5)
+#: Largest number of classes a class map may define (ImageNet-21k has 21,841).
+MAX_CLASSES = 1_000_000
 
 ClassMapLike = str | os.PathLike | Mapping[str, int] | Sequence[str] | None
 
@@ -79,6 +85,11 @@ class ImageFolderSamples:
         """Image ``i`` as uint8 HxWx3 RGB (DataError naming the file when unreadable)."""
         return read_image(os.path.join(self.root, self.files[i]))  # str join: cheaper than Path per image
 
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The files' fingerprint (:func:`robustlab.data.fingerprint.files_fingerprint`) with the labels."""
+        return files_fingerprint(((f, os.path.join(self.root, f)) for f in self.files), mode,
+                                 extra=(self.labels.tolist(),))
+
     def subset(self, start: int, stop: int) -> ImageFolderSamples:
         return ImageFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes)
 
@@ -100,8 +111,16 @@ class ArraySamples:
     def ids(self) -> tuple[str, ...]:
         return tuple(str(i) for i in range(self.start, self.stop))
 
+    def id(self, i: int) -> str:
+        return str(self.start + i)
+
     def read(self, i: int) -> np.ndarray:
         return np.ascontiguousarray(_open_npy(str(self.path))[self.start + i])
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The array file's fingerprint, with the rows taken and their labels."""
+        return files_fingerprint([(self.path.name, self.path)], mode,
+                                 extra=(self.start, self.stop, self.labels.tolist()))
 
     def subset(self, start: int, stop: int) -> ArraySamples:
         n = len(self)
@@ -142,38 +161,120 @@ class CorruptedSamples:
     def classes(self) -> tuple[str, ...]:
         return self.base.classes
 
+    def id(self, i: int) -> str:
+        return self._ids[i]
+
     def read(self, i: int) -> np.ndarray:
         rng = np.random.RandomState(derive_seed(self.seed, self._ids[i], self.corruption, self.severity))
         return corrupt(self.base.read(i), self.corruption, self.severity, rng=rng, profile=self.profile)
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The base images' fingerprint (the corruption and its seed are in the run's config)."""
+        return self.base.fingerprint(mode)
 
     def subset(self, start: int, stop: int) -> CorruptedSamples:
         return CorruptedSamples(self.base.subset(start, stop), self.corruption, self.severity, self.seed, self.profile)
 
 
-Samples = ImageFolderSamples | ArraySamples | CorruptedSamples
+@dataclass(frozen=True, eq=False)
+class SizeCheckedSamples:
+    """Another sample set whose images smaller than ``min_size`` pixels on a side are refused.
+
+    The clean setting of a run that corrupts on the fly reads its images through this, so an
+    image too small to corrupt is skipped in every setting, clean included, and every setting's
+    error is measured on the same images (not 10 clean against 9 corrupted)."""
+
+    base: ImageFolderSamples | ArraySamples
+    min_size: int
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return self.base.ids
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.base.labels
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.base.classes
+
+    def id(self, i: int) -> str:
+        get = getattr(self.base, "id", None)
+        return get(i) if callable(get) else self.base.ids[i]
+
+    def read(self, i: int) -> np.ndarray:
+        image = self.base.read(i)
+        h, w = image.shape[:2]
+        if min(h, w) < self.min_size:
+            raise DataError(f"image {self.id(i)} is {w}x{h} pixels, smaller than the {self.min_size} px the "
+                            "corruptions need: it is skipped in every setting, clean included, so that every "
+                            "setting measures the same images.")
+        return image
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        return self.base.fingerprint(mode)
+
+
+Samples = ImageFolderSamples | ArraySamples | CorruptedSamples | SizeCheckedSamples
 
 
 @functools.lru_cache(maxsize=64)
 def _open_npy(path: str) -> np.ndarray:
-    try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read array file {path}: {exc}. It must be a .npy file of uint8 images.") from exc
+    return load_npy(path, what="array file", mmap_mode="r")
 
 
 # --- class maps -------------------------------------------------------------------------------------
 
 
 def class_folders(root: str | os.PathLike) -> list[str]:
-    """Sorted names of the visible subfolders of ``root`` (DataError when there are none)."""
+    """Sorted names of the class subfolders of ``root`` (DataError when there are none).
+
+    Hidden folders, robustlab output trees and results stores inside ``root`` are not classes
+    (see :func:`robustlab.data.folders.skipped_subfolders`).
+    """
     base = Path(root)
     if not base.is_dir():
         raise DataError(f"dataset folder {base} does not exist or is not a folder; check the path.")
-    names = sorted(e.name for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
+    try:
+        entries = list(os.scandir(base))
+    except OSError as exc:
+        raise DataError(explain_os_error(exc, base, "list the folder")) from exc
+    folders = [e.name for e in entries if e.is_dir()]
+    skipped = skipped_subfolders(str(base), folders, [e.name for e in entries if e.is_file()])
+    names = sorted(n for n in folders if n not in skipped)
     if not names:
         raise DataError(f"dataset folder {base} has no class subfolders; the layout must be "
                         "<root>/<class>/<image> (e.g. ImageNet val sorted into wnid folders).")
     return names
+
+
+def load_class_map(path: str | os.PathLike) -> dict | list:
+    """Read a class map JSON file: a list of class names in index order, or ``{class: index}``.
+
+    Raises
+    ------
+    DataError
+        Naming the file when it is missing (with a suggestion when the name looks like a
+        misspelt ``auto``/``imagenet``/``sorted``), unreadable, not JSON, or neither a list nor
+        an object. The entries themselves are checked by :func:`resolve_class_map`.
+    """
+    p = Path(path).expanduser()
+    try:
+        value = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"class map file {p} does not exist; a class map is auto, imagenet, sorted or a "
+                        f"JSON file.{did_you_mean(str(path), ('auto', 'imagenet', 'sorted'))}") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read class map {p}: {exc}. It must be JSON: a list of class names "
+                        "in index order or an object {class: index}.") from None
+    if not isinstance(value, (dict, list)):
+        raise DataError(f"class map {p} holds a {type(value).__name__}; it must be a JSON list of class names in "
+                        "index order or an object {class: index}.")
+    return value
 
 
 def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") -> tuple[dict[str, int], tuple[str, ...]]:
@@ -197,30 +298,34 @@ def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") 
                             "give a class map {folder: index}.")
         index = {w: i for i, w in enumerate(wnids)}
         return {f: index[f] for f in folders}, tuple(wnids)
+    source = "class map"
     if isinstance(class_map, (str, os.PathLike)):
-        path = Path(class_map)
-        try:
-            class_map = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise DataError(f"class map file {path} does not exist.") from None
-        except (OSError, ValueError) as exc:
-            raise DataError(f"cannot read class map {path}: {exc}. It must be JSON: a list of class names "
-                            "in index order or an object {class: index}.") from exc
+        source = f"class map {class_map}"
+        class_map = load_class_map(class_map)
     if isinstance(class_map, Mapping):
-        mapping = {str(k): int(v) for k, v in class_map.items()}
+        mapping = {}
+        for name, i in class_map.items():
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < MAX_CLASSES:
+                raise InputError(f"{source} gives {name!r} the index {i!r}; indices must be integers in "
+                                 f"0..{MAX_CLASSES - 1}, e.g. {{\"cat\": 0, \"dog\": 1}}.")
+            mapping[str(name)] = int(i)
         n = max(mapping.values()) + 1 if mapping else 0
         names_list = [f"class_{i}" for i in range(n)]
         for name, i in mapping.items():
-            if i < 0:
-                raise InputError(f"class map gives {name!r} the negative index {i}.")
             names_list[i] = name
         names = tuple(names_list)
-    elif isinstance(class_map, Sequence):
-        names = tuple(str(c) for c in class_map)
+    elif isinstance(class_map, Sequence) and not isinstance(class_map, (str, bytes)):
+        if not all(isinstance(c, str) for c in class_map):
+            raise InputError(f"{source} must list class names (strings) in index order; got "
+                             f"{[c for c in class_map if not isinstance(c, str)][:3]!r} among them.")
+        if len(set(class_map)) != len(class_map):
+            twice = sorted({c for c in class_map if list(class_map).count(c) > 1})[:3]
+            raise InputError(f"{source} lists {twice} more than once; give each class once, in index order.")
+        names = tuple(class_map)
         mapping = {n: i for i, n in enumerate(names)}
     else:
         raise InputError(f"class_map must be 'auto', 'imagenet', 'sorted', a dict, a list or a JSON path; "
-                         f"got {type(class_map).__name__}.")
+                         f"{source} is a {type(class_map).__name__}.")
     unknown = sorted(set(folders) - set(mapping))
     if unknown:
         raise DataError(f"class folders {unknown[:5]} are not in the class map ({len(mapping)} classes); "
@@ -229,6 +334,17 @@ def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") 
 
 
 # --- readers ------------------------------------------------------------------------------------------
+
+
+def _file_or_link(entry: os.DirEntry) -> bool:
+    """A file, or a symbolic link that does not lead to a folder (a broken link, a link loop):
+    such a sample is listed, and reading it records the problem, instead of vanishing silently."""
+    try:
+        if entry.is_symlink():
+            return not os.path.isdir(entry.path)
+        return entry.is_file()
+    except OSError:
+        return True
 
 
 def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto", *,
@@ -263,8 +379,8 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete "
                             "(re-extract it or evaluate fewer classes).")
         try:
-            entries = sorted(e.name for e in os.scandir(base / cls) if e.is_file() and not e.name.startswith(".")
-                             and is_image_file(e.name))
+            entries = sorted(e.name for e in os.scandir(base / cls) if not e.name.startswith(".")
+                             and is_image_file(e.name) and _file_or_link(e))
         except FileNotFoundError:
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete.") from None
         for name in entries:
@@ -332,7 +448,7 @@ def read_cifar_c(root: str | os.PathLike, corruption: str, severity: int, *,
     label_path = base / "labels.npy"
     if not label_path.is_file():
         raise DataError(f"CIFAR-10-C labels file {label_path} is missing.")
-    labels = np.asarray(np.load(label_path, allow_pickle=False)).astype(np.int64).reshape(-1)
+    labels = np.asarray(load_npy(label_path, what="CIFAR-10-C labels file")).astype(np.int64).reshape(-1)
     if len(labels) != len(images):
         raise DataError(f"{label_path} has {len(labels)} labels but {path} has {len(images)} images.")
     n = len(images) // 5

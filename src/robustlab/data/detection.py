@@ -19,6 +19,7 @@ within the tolerance are clipped to the image).
 from __future__ import annotations
 
 import json
+import math
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
@@ -137,6 +138,10 @@ def _make_sample(image_id: Any, path: Path, width: Any, height: Any, boxes: Sequ
                            iscrowd=flags(iscrowd), difficult=flags(difficult))
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _require_dir(path: Path, what: str, hint: str) -> Path:
     if not path.is_dir():
         raise DataError(f"{what} folder {path} does not exist; {hint}")
@@ -175,28 +180,48 @@ def read_coco(annotation_file: str | os.PathLike, images_dir: str | os.PathLike,
     data = _read_json(annotation_file)
     for key in ("images", "annotations", "categories"):
         _key(data, key, annotation_file, "the instances file")
-    categories = {int(_key(c, "id", annotation_file, "a category")): str(_key(c, "name", annotation_file, "a category"))
-                  for c in data["categories"]}
+    categories = {}
+    for c in data["categories"] if isinstance(data["categories"], list) else ():
+        cat_id = _key(c, "id", annotation_file, "a category")
+        if isinstance(cat_id, bool) or not isinstance(cat_id, int):
+            raise DataError(f"{annotation_file}: category id {cat_id!r} is not an integer.")
+        categories[cat_id] = str(_key(c, "name", annotation_file, "a category"))
     per_image: dict[Any, list[Mapping[str, Any]]] = {}
     images: dict[Any, Mapping[str, Any]] = {}
+    for key in ("images", "annotations", "categories"):
+        if not isinstance(data[key], list):
+            raise DataError(f"{annotation_file}: '{key}' must be a list; got a {type(data[key]).__name__}.")
     for img in data["images"]:
         image_id = _key(img, "id", annotation_file, "an image entry")
         for key in ("file_name", "width", "height"):
             _key(img, key, annotation_file, f"image {image_id!r}")
+        if not isinstance(img["file_name"], str) or not img["file_name"]:
+            raise DataError(f"{annotation_file}: image {image_id!r} has file_name {img['file_name']!r}; it must be "
+                            "a non-empty string (the image's path in the images folder).")
+        if isinstance(image_id, (dict, list)):
+            raise DataError(f"{annotation_file}: an image id must be a number or a string; got {image_id!r}.")
         images[image_id] = img
         per_image[image_id] = []
     for ann in data["annotations"]:
         ann_id = ann.get("id") if isinstance(ann, Mapping) else None
         for key in ("image_id", "category_id", "bbox"):
             _key(ann, key, annotation_file, f"annotation {ann_id!r}")
+        if isinstance(ann["image_id"], (dict, list)) or isinstance(ann["category_id"], (dict, list)):
+            raise DataError(f"{annotation_file}: annotation {ann_id!r} has image_id {ann['image_id']!r} and "
+                            f"category_id {ann['category_id']!r}; both must be numbers (or strings for image ids).")
         if ann["image_id"] not in images:
             raise DataError(f"{annotation_file}: annotation {ann_id!r} refers to unknown image id {ann['image_id']!r}.")
         if ann["category_id"] not in categories:
             raise DataError(f"{annotation_file}: annotation {ann_id!r} has unknown category id "
                             f"{ann['category_id']!r}; the file defines {sorted(categories)}.")
-        if not isinstance(ann["bbox"], Sequence) or len(ann["bbox"]) != 4:
-            raise DataError(f"{annotation_file}: annotation {ann_id!r} has bbox {ann['bbox']!r}; "
-                            "COCO boxes are [x, y, width, height].")
+        box = ann["bbox"]
+        if (isinstance(box, (str, bytes)) or not isinstance(box, Sequence) or len(box) != 4
+                or not all(_is_number(v) for v in box)):
+            raise DataError(f"{annotation_file}: annotation {ann_id!r} has bbox {box!r}; COCO boxes are four "
+                            "numbers [x, y, width, height].")
+        if not all(math.isfinite(v) for v in box) or box[2] < 0 or box[3] < 0:
+            raise DataError(f"{annotation_file}: annotation {ann_id!r} has bbox {box!r}: width and height must "
+                            "be >= 0 and every value finite.")
         per_image[ann["image_id"]].append(ann)
     samples = []
     for image_id, img in images.items():

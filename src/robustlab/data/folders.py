@@ -15,14 +15,24 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..errors import DataError
+from ..errors import DataError, InputError
 from .images import IMAGE_EXTENSIONS, is_image_file
 
 #: Where COCO annotation files are looked for when none is given: ``<root>/annotations/``.
 COCO_ANNOTATION_GLOB = "annotations/instances_*.json"
+#: Files that mark a folder as robustlab's own output: the summaries ``robustlab corrupt`` and
+#: ``robustlab perturb`` write at the root of their output, and a results store's catalog.
+#: Such a folder inside a dataset is never read as part of it (kept equal to
+#: ``corruptions.dataset.SUMMARY_NAME``, ``perturbations.dataset.SUMMARY_NAME`` and
+#: ``store.location.CATALOG_FILE``; a test checks).
+OUTPUT_MARKERS = ("robustlab-corrupt.json", "robustlab-perturb.json", "catalog.db")
+#: A store given as a ``.db`` file keeps its predictions in ``predictions/`` beside it.
+STORE_PREDICTIONS_FOLDER = "predictions"
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 @dataclass(frozen=True)
@@ -83,17 +93,68 @@ def _check_root(root: str | os.PathLike) -> Path:
     return path
 
 
-def find_images(root: str | os.PathLike) -> list[PurePosixPath]:
+def is_robustlab_output(folder: str | os.PathLike) -> bool:
+    """True when ``folder`` holds one of :data:`OUTPUT_MARKERS`: an output tree of ``robustlab
+    corrupt``/``perturb`` or a results store, which a dataset listing must not read as data."""
+    return any(os.path.isfile(os.path.join(folder, marker)) for marker in OUTPUT_MARKERS)
+
+
+def skipped_subfolders(parent: str | os.PathLike, subfolders: list[str], files: list[str],
+                       exclude: frozenset[str] = frozenset()) -> set[str]:
+    """Which of ``parent``'s ``subfolders`` a dataset listing skips.
+
+    Hidden folders (``.name``), robustlab output trees and stores (:func:`is_robustlab_output`),
+    a store's ``predictions/`` beside its SQLite catalog file (one of ``files``), symbolic links
+    back to ``parent`` or an ancestor (loops), and any folder whose real path is in ``exclude``
+    (e.g. the output folder of the running command).
+
+    Parameters
+    ----------
+    parent : path
+        The folder being listed.
+    subfolders, files : list of str
+        Names of its subfolders and files (as ``os.walk`` gives them).
+    exclude : frozenset of str
+        Real paths (``os.path.realpath``) of folders to leave out.
+    """
+    beside_catalog = any(f.lower().endswith(_SQLITE_SUFFIXES) for f in files)
+    skipped = set()
+    for name in subfolders:
+        path = os.path.join(parent, name)
+        if (name.startswith(".") or (beside_catalog and name == STORE_PREDICTIONS_FOLDER)
+                or (exclude and os.path.realpath(path) in exclude) or _is_link_loop(parent, path)
+                or is_robustlab_output(path)):
+            skipped.add(name)
+    return skipped
+
+
+def _is_link_loop(parent: str | os.PathLike, path: str) -> bool:
+    """A symbolic link to ``parent`` itself or to one of its ancestors (listing it would loop)."""
+    if not os.path.islink(path):
+        return False
+    target, here = os.path.realpath(path), os.path.realpath(parent)
+    return here == target or here.startswith(target.rstrip(os.sep) + os.sep)
+
+
+def real_paths(paths: Iterable[str | os.PathLike]) -> frozenset[str]:
+    """``os.path.realpath`` of each path, for the ``exclude`` arguments of the listings."""
+    return frozenset(os.path.realpath(p) for p in paths)
+
+
+def find_images(root: str | os.PathLike, *, exclude: Iterable[str | os.PathLike] = ()) -> list[PurePosixPath]:
     """All image files under ``root`` (recursively), as sorted paths relative to it.
 
     Hidden files and folders (name starting with ``.``) are skipped, as are files without
-    an image extension (see :data:`robustlab.data.images.IMAGE_EXTENSIONS`). Symbolic links
-    to folders are not followed (no cycles).
+    an image extension (see :data:`robustlab.data.images.IMAGE_EXTENSIONS`), robustlab's own
+    output trees and stores inside ``root`` (see :func:`skipped_subfolders`), and the folders
+    in ``exclude``. Symbolic links to folders are not followed (no cycles).
     """
     base = _check_root(root)
+    excluded = real_paths(exclude)
     found: list[PurePosixPath] = []
     for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        skipped = skipped_subfolders(dirpath, dirnames, filenames, excluded)
+        dirnames[:] = [d for d in dirnames if d not in skipped]
         rel_dir = Path(dirpath).relative_to(base)
         for name in filenames:
             if not name.startswith(".") and is_image_file(name):
@@ -109,6 +170,14 @@ def folder_layout(images: list[PurePosixPath] | tuple[PurePosixPath, ...]) -> st
     if depths == {2}:
         return "class-folders"
     return "nested"
+
+
+def check_output_location(source: str | os.PathLike, destination: str | os.PathLike) -> None:
+    """Refuse an output folder that is the source folder itself (its outputs would mix with the
+    data). An output folder *inside* the source is fine: listings leave it out."""
+    if os.path.realpath(source) == os.path.realpath(destination):
+        raise InputError(f"the output folder {destination} is the source folder itself; give another output folder "
+                         "(one beside it, or a subfolder of it: listings leave robustlab's outputs out).")
 
 
 def find_coco_annotations(root: str | os.PathLike) -> list[Path]:
@@ -167,7 +236,8 @@ def coco_annotations(root: str | os.PathLike, annotation: str | os.PathLike) -> 
 
 def discover_dataset(root: str | os.PathLike,
                      coco_annotation_files: list[str | os.PathLike] | None = None,
-                     *, autodetect_coco: bool = True) -> ImageDataset:
+                     *, autodetect_coco: bool = True,
+                     exclude: Iterable[str | os.PathLike] = ()) -> ImageDataset:
     """Find the images of the dataset at ``root``.
 
     Parameters
@@ -182,6 +252,9 @@ def discover_dataset(root: str | os.PathLike,
         next to val-only images); given files are always used, their absent images reported.
     autodetect_coco : bool
         Look for ``annotations/instances_*.json`` when no file is given.
+    exclude : paths
+        Folders under ``root`` to leave out of an image folder's listing (the running
+        command's output folder); robustlab output trees and stores are always left out.
 
     Returns
     -------
@@ -198,7 +271,7 @@ def discover_dataset(root: str | os.PathLike,
     if autodetected:
         files = list(find_coco_annotations(base))
     if not files:
-        images = find_images(base)
+        images = find_images(base, exclude=exclude)
         if not images:
             raise DataError(f"no images found in {base} (looked for {', '.join(IMAGE_EXTENSIONS)} files, "
                             "recursively); check the path.")

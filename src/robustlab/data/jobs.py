@@ -4,7 +4,8 @@ The dataset builders (``robustlab corrupt``, ``robustlab perturb``) turn a datas
 millions of small picklable tasks; :func:`run_jobs` streams them through worker processes
 and yields results as they finish, keeping only ``workers * queue_per_worker`` tasks queued
 so the task iterator may be lazy. Workers ignore Ctrl-C (the parent handles it), exit when the
-parent dies (even by SIGKILL), and use one thread each (the pool already uses every core).
+parent dies (even by SIGKILL; see :func:`exit_with_parent`, which other worker pools, such as
+the evaluation engine's, call too), and use one thread each (the pool already uses every core).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,19 +31,92 @@ def default_workers() -> int:
     return os.cpu_count() or 1  # pragma: no cover - macOS, Windows
 
 
-def _exit_when_parent_dies(parent_pid: int, interval: float = 1.0) -> None:
+#: How often the portable parent watch looks for the parent (seconds).
+PARENT_WATCH_INTERVAL = 1.0
+#: prctl option that asks Linux to send a signal when the parent thread exits.
+_PR_SET_PDEATHSIG = 1
+
+
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent dies (``PR_SET_PDEATHSIG``).
+
+    Returns False where that is unsupported (not Linux, no ``prctl``). The request is tied to
+    the parent *thread* that forked this process and is not inherited by this process's
+    children.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl (sandboxes)
+        return False
+
+
+def _watch_process(pid: int, interval: float) -> None:
     while True:
         time.sleep(interval)
         try:
-            os.kill(parent_pid, 0)
-        except (ProcessLookupError, PermissionError):
+            os.kill(pid, 0)
+        except ProcessLookupError:
             os._exit(1)
+        except PermissionError:  # pid reused by another user's process: ours is gone
+            os._exit(1)
+
+
+def exit_with_parent(parent_pid: int | None = None, *, interval: float = PARENT_WATCH_INTERVAL,
+                     watch: bool = True) -> bool:
+    """Make this (worker) process exit soon after ``parent_pid`` dies, even by SIGKILL.
+
+    Call it first thing in a worker process (a pool initializer, a DataLoader
+    ``worker_init_fn``). Two mechanisms, so a worker never outlives the run by more than a
+    second or two and never holds its memory for minutes:
+
+    - on Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel kills this process the moment
+      its direct parent exits (for workers started by a forkserver that is the forkserver,
+      which itself dies with the main process: see :mod:`robustlab.data.forkserver_guard`);
+    - everywhere (unless ``watch=False``), a daemon thread that checks every ``interval``
+      seconds that ``parent_pid`` (the process that started the run) still exists, and exits
+      otherwise.
+
+    Parameters
+    ----------
+    parent_pid : int, optional
+        The process whose death ends this one, normally the main process of the command (pass
+        ``os.getpid()`` from there). Default: the current parent (``os.getppid()``).
+    interval : float
+        Seconds between two checks of the watch thread.
+    watch : bool
+        Start the watch thread (a process that will fork, such as a forkserver, should not
+        hold a thread: it relies on the kernel alone).
+
+    Returns
+    -------
+    bool
+        Whether the kernel will end this process with its parent (Linux).
+    """
+    watched = os.getppid() if parent_pid is None else int(parent_pid)
+    direct_parent = os.getppid()
+    by_kernel = set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != direct_parent:  # pragma: no cover - the parent died before prctl took effect
+        os._exit(1)
+    try:
+        os.kill(watched, 0)
+    except ProcessLookupError:
+        os._exit(1)
+    except PermissionError:  # pragma: no cover
+        pass
+    if watch:
+        threading.Thread(target=_watch_process, args=(watched, interval), daemon=True, name="parent-watch").start()
+    return by_kernel
 
 
 def single_threaded_worker(parent_pid: int) -> None:
     """Pool initializer: ignore SIGINT, die with the parent, one thread for BLAS/OpenCV/numba."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_when_parent_dies, args=(parent_pid,), daemon=True, name="parent-watch").start()
+    exit_with_parent(parent_pid)
     try:
         from threadpoolctl import threadpool_limits
 
@@ -62,12 +137,23 @@ def single_threaded_worker(parent_pid: int) -> None:
         pass
 
 
+#: Imported first by the forkserver: it exits with the process that started it (see that module).
+FORKSERVER_GUARD = "robustlab.data.forkserver_guard"
+
+
 def pool_context(preload: Sequence[str] = ()) -> multiprocessing.context.BaseContext:
-    """forkserver (workers fork from a clean process that imported ``preload`` once), else spawn."""
+    """forkserver (workers fork from a clean process that imported ``preload`` once), else spawn.
+
+    Called from the main thread, the forkserver also imports :data:`FORKSERVER_GUARD` first, so
+    it and its workers die with this process even when it is killed by SIGKILL. (Not from other
+    threads: the kernel ties that guard to the thread that starts the forkserver, and a
+    short-lived thread would take the forkserver with it. Workers still end within
+    :data:`PARENT_WATCH_INTERVAL` through :func:`exit_with_parent`.)
+    """
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        if preload:
-            ctx.set_forkserver_preload(list(preload))
+        guard = [FORKSERVER_GUARD] if threading.current_thread() is threading.main_thread() else []
+        ctx.set_forkserver_preload([*guard, *(m for m in preload if m != FORKSERVER_GUARD)])
         return ctx
     return multiprocessing.get_context("spawn")  # pragma: no cover - Windows, macOS default
 

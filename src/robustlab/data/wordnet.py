@@ -96,6 +96,12 @@ def synset_name(synset: str) -> str:
     return names[synset]
 
 
+def synset_names() -> dict[str, str]:
+    """``{synset: first lemma}`` of every synset in the shipped hierarchy (the 1,000 ILSVRC
+    classes and all their WordNet 3.0 hypernyms), e.g. ``{"n02084071": "dog", ...}``."""
+    return dict(_hierarchy()["names"])
+
+
 @functools.lru_cache(maxsize=1)
 def _ancestor_distances() -> tuple[dict[str, int], ...]:
     """Per ILSVRC class (index order): {ancestor synset (itself included): fewest hypernym steps}."""

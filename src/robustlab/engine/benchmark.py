@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from ..errors import InputError
 from ..registry import Registry
+from .records import Batch, Sample, sample_id, source_fingerprint
+
+if TYPE_CHECKING:
+    import torch
 
 MetricRow = tuple[str, str, float]
 
@@ -47,19 +50,29 @@ class Benchmark:
         hashed into the run id, so two calls with the same meaning must return equal dicts.
     ``dataset_id(config) -> str``
         The dataset's identity stored with the run (default ``config["data"]``).
-    ``plan(config) -> list[Unit]``
-        All units of the run, in execution order. Must be cheap (no model, little I/O).
+    ``plan(config) -> iterable of Unit``
+        The run's units, in execution order. May be a generator: the engine walks it lazily
+        (the first batch runs while later units are still being planned), so list folders as
+        you go, not up front.
     ``samples(config, unit) -> sample set``
-        A picklable object with ``len()``, ``ids``, ``labels`` and ``read(i)`` (see
-        :mod:`robustlab.data.classification`); ``read`` runs in worker processes.
-    ``load(samples, i, prepare) -> np.ndarray``
-        Worker side: one input, ready to batch (default: ``read(i)`` then ``prepare(image)``).
+        A picklable object with ``len()``, ``ids`` (or ``id(i)``), ``labels`` and ``read(i)``
+        (see :mod:`robustlab.data.classification`), and optionally ``fingerprint(mode)``; called
+        when the engine reaches the unit. ``read`` runs in worker processes or Ray tasks.
+    ``fingerprint(config, unit, samples, mode) -> str``
+        Identity of the unit's data as it is now (default: the sample set's own
+        ``fingerprint(mode)``: paths with sizes and modification times, or content hashes).
+        Stored with the unit; a resume refuses units whose data changed.
+    ``load(samples, i, prepare) -> Sample``
+        Worker side: one :class:`~robustlab.engine.records.Sample`: id, label, pixels and the
+        benchmark's typed context (default: ``read(i)`` then ``prepare(image)``, no context).
         ``prepare`` is an :class:`~robustlab.engine.executor.ImagePreparer`: the model's resize
         and crop in pixel space (uint8 HxWx3), picklable; the model itself never reaches workers.
-    ``predict(model, x, config) -> dict[str, np.ndarray]``
-        Main process: columns for one batch ``x`` (float NCHW [0, 1] on the model's device),
-        e.g. top-5 indices and scores; extra per-sample columns (labels, ids) are added by the
-        engine. Override for attacks (gradients) or detectors (boxes).
+    ``predict(model, batch, config) -> dict[str, np.ndarray]``
+        Main process or inference actor: per-sample columns for one
+        :class:`~robustlab.engine.records.Batch` (pixels and context together:
+        ``batch.inputs(device)``, ``batch.context``, ``batch.label_tensor(device)``); default: top-5
+        indices and scores (and logits on request). The engine adds ``sample_id`` and
+        ``label``. Override for attacks (gradients) or detectors (boxes).
     ``related_runs(config) -> {alias: run id}``
         Other stored runs the metrics need (e.g. a clean run for ImageNet-C); default none.
     ``metrics(config, predictions, related) -> list[(name, setting, value)]``
@@ -74,9 +87,6 @@ class Benchmark:
 
     name: ClassVar[str] = ""
     task: ClassVar[str] = "classification"
-    #: When True the engine calls ``predict(model, x, config, labels=y)`` with the batch's
-    #: labels (int64 tensor on the model's device), e.g. for attacks.
-    needs_labels: ClassVar[bool] = False
 
     def configure(self, data: str, **options: Any) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -84,24 +94,27 @@ class Benchmark:
     def dataset_id(self, config: Mapping[str, Any]) -> str:
         return str(config["data"])
 
-    def plan(self, config: Mapping[str, Any]) -> list[Unit]:  # pragma: no cover - abstract
+    def plan(self, config: Mapping[str, Any]) -> Iterable[Unit]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def samples(self, config: Mapping[str, Any], unit: Unit):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def fingerprint(self, config: Mapping[str, Any], unit: Unit, samples: Any, mode: str = "stat") -> str:
+        return source_fingerprint(samples, mode)
+
     def num_classes(self, config: Mapping[str, Any]) -> int | None:
         """Number of logits the model must return (checked per batch), None to skip the check."""
         return config.get("num_classes")
 
-    def load(self, samples, i: int, model_prepare) -> np.ndarray:
-        return model_prepare(samples.read(i))
+    def load(self, samples, i: int, prepare) -> Sample:
+        return Sample(sample_id(samples, i), int(samples.labels[i]), prepare(samples.read(i)))
 
-    def predict(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         from .classification import classify_batch
 
-        return classify_batch(model, x, top_k=int(config.get("top_k", 5)), save_logits=bool(config.get("save_logits")),
-                              num_classes=self.num_classes(config))
+        return classify_batch(model, batch.stacked_inputs(model_device(model)), top_k=int(config.get("top_k", 5)),
+                              save_logits=bool(config.get("save_logits")), num_classes=self.num_classes(config))
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         """Other stored runs whose predictions the metrics need, as ``{alias: run id}``.
@@ -120,6 +133,27 @@ class Benchmark:
 
     def summary(self, config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> dict[str, Any]:
         return {}
+
+    def text(self, config: Mapping[str, Any], summary: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+        """The lines ``robustlab show`` prints between the run's header and its notes (default:
+        every metric row). Families override it with their own layout (percent, as the papers)."""
+        return metric_rows_text(metrics)
+
+
+def metric_rows_text(metrics: Iterable[MetricRow]) -> list[str]:
+    """Every metric row as ``name  setting  value`` (the fallback layout)."""
+    return [f"{name:<24}{setting:<24}{value:.6g}" for name, setting, value in metrics]
+
+
+def model_device(model: Any) -> torch.device:
+    """The device of a model's parameters (CPU for a model without parameters)."""
+    import torch
+
+    device = getattr(model, "device", None)
+    if isinstance(device, torch.device):
+        return device
+    return next((p.device for p in model.parameters()), torch.device("cpu")) if hasattr(model, "parameters") \
+        else torch.device("cpu")
 
 
 #: Benchmark plugins by name. The built-in families live in :mod:`robustlab.benchmarks` (imported

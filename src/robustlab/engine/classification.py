@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
-from ..models.protocol import check_logits, nonfinite_error
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 
 def classify_batch(model: torch.nn.Module, x: torch.Tensor, *, top_k: int = 5, save_logits: bool = False,
@@ -27,6 +29,10 @@ def classify_batch(model: torch.nn.Module, x: torch.Tensor, *, top_k: int = 5, s
     Raises ModelError (naming the model) for NaN/inf logits, a wrong shape or a wrong number
     of classes.
     """
+    import torch
+
+    from ..models.protocol import check_logits, nonfinite_error
+
     with torch.inference_mode():
         logits = model(x)
     name = getattr(model, "name", type(model).__name__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import hashlib
 import math
 import time
@@ -12,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import Preprocessing, load_model, select_device
-from ..models.registry import object_name
+from ..models.preprocessing import Preprocessing
 from .benchmark import Benchmark, MetricRow, get_benchmark
-from .executor import ExecutionStats, execute_units
 
 
 @dataclass
@@ -59,6 +58,7 @@ class EvaluationResult:
     units_total: int = 0
     units_computed: int = 0
     seconds: float = 0.0
+    executor: str = ""
 
     def metric(self, name: str, setting: str = "") -> float:
         """One metric value, e.g. ``result.metric("mce")`` or ``result.metric("error", "fog/3")``."""
@@ -132,6 +132,8 @@ def model_key(model: object, options: Mapping[str, Any]) -> str:
             if module.endswith(".py"):
                 key = f"python:{Path(module).expanduser().resolve()}:{attr}"
     else:
+        from ..models.registry import object_name
+
         key = getattr(model, "name", None) or object_name(model)
     extras = [f"{k}={v}" for k, v in sorted(options.items()) if v is not None]
     return key + (f" [{', '.join(extras)}]" if extras else "")
@@ -142,7 +144,9 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              batch_size: int = 64, workers: int | None = None, device: str | None = None,
              limit: int | None = None, preprocessing: Preprocessing | dict | None = None,
              num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
-             **options: Any) -> EvaluationResult:
+             wrap: str | list[str] | None = None, executor: str | Any = "local",
+             ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
+             max_pixels: int | None = None, **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -151,7 +155,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         A model spec (``torchvision:resnet50``, ``timm:...``, ``onnx:path``,
         ``python:module:callable``) or an object (see :func:`robustlab.models.load_model`).
     benchmark : str
-        ``imagenet-c`` or ``corrupted`` (see :func:`robustlab.engine.list_benchmarks`).
+        ``imagenet-c``, ``corrupted``, ... (see :func:`robustlab.engine.list_benchmarks`).
     data : path
         The dataset root (the layout depends on the benchmark).
     store : None, folder, ``postgresql://`` URL or Store
@@ -159,13 +163,28 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     corruptions, severities : optional
         ``"benchmark"``, ``"noise,fog"``, ``"1-5"``, ``"1,3"``...
     batch_size, workers, device : execution only (not part of the run's identity)
-        ``workers``: decoding/corruption processes (default: CPUs - 1; 0 = main process).
-        ``device``: ``auto`` (CUDA if present), ``cpu``, ``cuda``.
+        ``workers``: decoding/corruption processes of the local executor (default: CPUs - 1;
+        0 = main process). ``device``: ``auto`` (CUDA if present), ``cpu``, ``cuda``.
     limit : int, optional
         Evaluate only the first ``limit`` samples of each setting (a quick look).
     preprocessing, num_classes : optional model options (see load_model)
+    wrap : optional preprocessing wrappers, e.g. ``"clahe,ten-crop"`` (see
+        :mod:`robustlab.models.wrappers`); part of the model's name, so a wrapped model's runs
+        are stored apart from the plain model's
     progress : show progress bars (default: when stderr is a terminal)
     save_logits : also store full logits per sample
+    executor : ``"local"`` (default), ``"ray"`` or an :class:`~robustlab.engine.executor.Executor`
+        Where the work runs; the stored results are the same either way.
+    ray_address : str, optional
+        The Ray cluster to use with ``executor="ray"`` (default ``RAY_ADDRESS``, else a local Ray).
+    tag : str, optional
+        A name that becomes part of the run's identity (e.g. to evaluate changed data as a new run).
+    fingerprint : ``"stat"`` (default) or ``"content"``
+        How each unit's data is fingerprinted when stored (paths with sizes and modification
+        times, or content hashes); a resume or a rerun refuses data that changed since.
+    max_pixels : int, optional
+        Largest image decoded (width x height; default Pillow's decompression-bomb limit,
+        178,956,970); larger ones are skipped as problems. Part of the run's identity when given.
     **options : benchmark options (``clean_data``, ``clean_run``, ``seed``, ``profile``,
         ``class_map``, ``shard_size``...)
 
@@ -175,44 +194,89 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         With ``run_id``; calling again with the same arguments resumes a stopped run (only the
         missing units are computed) or returns a finished one at once.
     """
+    from .executor import ExecutionStats, ModelRef, get_executor
+    from .work import UnitStream
+
     start = time.perf_counter()
     bench = get_benchmark(benchmark)
+    runner = get_executor(executor, **_executor_options(executor, workers, ray_address))
     config = bench.configure(str(data), corruptions=corruptions, severities=severities, limit=limit,
                              save_logits=save_logits or None, **options)
-    units = bench.plan(config)
+    if tag is not None:
+        if not isinstance(tag, str) or not tag.strip():
+            raise InputError(f"tag must be a non-empty string; got {tag!r}.")
+        config["tag"] = tag
+    if max_pixels is not None:  # which images are skipped as too large changes the numbers
+        from ..data.images import check_max_pixels
+
+        config["max_pixels"] = check_max_pixels(max_pixels)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
-                     "num_classes": num_classes}
+                     "num_classes": num_classes, "wrap": _canonical_wrap(wrap)}
     name = model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
-    dev = select_device(device)
+    check_device(device)
     with opened_store(store) as st:
         for key, ref in bench.related_runs(config).items():  # fail early if missing; resolve id prefixes
             full_id = st.get_run(ref).id
             if config.get(key) == ref:
                 config[key] = full_id
+        known = {r.id for r in st.list_runs(benchmark=bench.name, model=name)}
         run_id = st.register_run(name, bench.name, bench.dataset_id(config), config, spec)
-        done = st.completed_units(run_id)
-        pending = [u for u in units if u.key not in done]
+        stream = UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint)
+        stream.verify()
         stats = ExecutionStats()
+        pending = stream.peek() is not None
         if pending:
-            loaded = load_model(model, preprocessing=preprocessing, num_classes=num_classes, device=dev)
             st.set_run_status(run_id, "running")
             try:
-                stats = execute_units(loaded, bench, config, pending, st, run_id, batch_size=batch_size,
-                                      workers=workers, device=dev, progress=progress,
-                                      description=f"{bench.name} {run_id[:6]}")
+                from ..models.protocol import select_device
+
+                stats = runner.run(ModelRef(model, preprocessing, num_classes, select_device(device), wrap), bench,
+                                   config, stream, st, run_id,
+                                   batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
             except BaseException:
                 with contextlib.suppress(Exception):
-                    st.set_run_status(run_id, "failed")
+                    if run_id not in known and not st.completed_units(run_id):
+                        st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
+                    else:
+                        st.set_run_status(run_id, "failed")
                 raise
         record = st.get_run(run_id)
         if pending or record.status != "complete" or not st.get_metrics(run_id):
-            compute_metrics(st, run_id, bench, config, [u.key for u in units])
+            compute_metrics(st, run_id, bench, config, stream.keys)
         result = load_result(st, run_id, benchmark=bench)
     result.units_computed = stats.units
-    result.units_total = len(units)
+    result.units_total = len(stream.keys)
     result.seconds = time.perf_counter() - start
+    result.executor = runner.name
     return result
+
+
+def _canonical_wrap(wrap):
+    if not wrap:
+        return None
+    from ..models.wrappers import canonical_wrap  # imports torch: only when the run wraps its model
+
+    return canonical_wrap(wrap)
+
+
+def check_device(device: str | None) -> None:
+    """Refuse a malformed device name before anything runs (torch, which decides whether the
+    device exists, is imported only when a model must run)."""
+    text = "auto" if device is None else str(device)
+    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", text):
+        raise InputError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.")
+
+
+def _executor_options(executor: Any, workers: int | None, ray_address: str | None) -> dict[str, Any]:
+    name = executor if isinstance(executor, str) else getattr(executor, "name", "")
+    if name == "local":
+        if ray_address is not None:
+            raise InputError("ray_address (--ray-address) is an option of the ray executor; add --executor ray.")
+        return {"workers": workers}
+    if name == "ray":
+        return {"address": ray_address, "workers": workers}
+    return {}
 
 
 def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[str, Any], unit_keys: list[str]) -> None:
@@ -229,15 +293,34 @@ def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[st
 
 
 def load_result(store, run: str, *, benchmark: Benchmark | None = None) -> EvaluationResult:
-    """The stored result of a run (id or unique prefix), as :func:`evaluate` returns it."""
+    """The stored result of a run (id or unique prefix), as :func:`evaluate` returns it.
+
+    A run whose benchmark this robustlab does not know (a plugin not installed), or whose stored
+    config another version wrote, is returned with its metric rows and a notice, not an error."""
+    from ..errors import RobustlabError
+
     record = store.get_run(run)
-    bench = benchmark or get_benchmark(record.benchmark)
     metrics = sorted(store.get_metrics(record.id), key=lambda r: (r[1], r[0]))
+    notices: list[str] = []
+    try:
+        bench = benchmark or get_benchmark(record.benchmark)
+    except RobustlabError:
+        bench = None
+        notices.append(f"benchmark {record.benchmark!r} is not known to this robustlab (a plugin that is not installed, "
+                       "or another version): metrics are shown as stored.")
+    summary: dict = {}
+    notes: list[str] = [f"run is {record.status}: no metrics yet; evaluate again to finish it."]
+    if metrics and bench is not None:
+        try:
+            summary, notes = bench.summary(record.config, metrics), bench.notes(record.config, metrics)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:  # stored by another robustlab version
+            summary, notes = {}, []
+            notices.append(f"this run was stored by another robustlab version; its summary cannot be rebuilt "
+                           f"({type(exc).__name__}: {exc}), so the metric rows are shown as stored.")
+    elif metrics:
+        notes = []
     return EvaluationResult(
         run_id=record.id, model=record.model, benchmark=record.benchmark, dataset=record.dataset,
-        config=record.config, status=record.status, metrics=metrics,
-        summary=bench.summary(record.config, metrics) if metrics else {},
-        notes=bench.notes(record.config, metrics) if metrics else [f"run is {record.status}: no metrics yet; "
-                                                                    "evaluate again to finish it."],
+        config=record.config, status=record.status, metrics=metrics, summary=summary, notes=notices + notes,
         problems=store.problems(record.id), units_total=record.n_units_done,
     )

@@ -1,40 +1,64 @@
-"""The local executor: worker processes decode/corrupt, the main process batches inference.
+"""Executors: how a run's pending units are computed. Plugins by name (``--executor local|ray``).
 
-All pending units of a run are streamed through one :class:`torch.utils.data.DataLoader`:
-its worker processes read, corrupt and resize samples (uint8, shared memory) while the main
-process runs the model on the previous batches (GPU when present, else CPU threads). Batches
-never mix units; when a unit's last batch is done its per-sample columns are written to the
-store in one atomic step, so a killed run loses at most the units in flight.
+An executor takes the run's :class:`~robustlab.engine.work.UnitStream` (pending units, listed
+lazily), loads each unit's batches with the benchmark's loader, runs ``predict`` with the model
+and commits each finished unit to the store exactly once. Every executor computes the same
+batches (consecutive slices of ``batch_size`` samples, never crossing a unit) with the same
+code (:mod:`robustlab.engine.work`), so their stored columns are identical.
+
+- ``local`` (:class:`LocalExecutor`): one :class:`torch.utils.data.DataLoader`; worker
+  processes read, decode, corrupt and resize samples (uint8, shared memory) while this process
+  runs batched inference (GPU when present, else CPU threads).
+- ``ray`` (:class:`robustlab.engine.ray_executor.RayExecutor`, ``pip install "robustlab[ray]"``):
+  Ray tasks load batches, actors that load the model once run inference, on a local Ray or the
+  cluster at ``RAY_ADDRESS``.
+
+New executors subclass :class:`Executor` and register with ``EXECUTORS.add(name, cls)``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from ..data.jobs import pool_context
-from ..errors import InputError, RobustlabError
-from .benchmark import Benchmark, Unit
+from ..data.jobs import exit_with_parent, pool_context
+from ..errors import InputError
+from ..registry import Registry
+from .benchmark import Benchmark
 from .progress import RunProgress
+from .work import (
+    BatchTask,
+    SharedSources,
+    UnitResults,
+    UnitStream,
+    UnitWork,
+    load_batch,
+    predict_batch,
+    raise_batch_error,
+    write_unit,
+)
 
 
 @dataclass
 class ExecutionStats:
-    """What one execution did: units and samples computed, samples skipped, time spent."""
+    """What one execution did: units and samples computed, samples skipped, time spent.
+
+    ``first_batch_seconds``: from the start of the execution to the first batch's predictions
+    (listing, loading and inference of the first batch)."""
 
     units: int = 0
     samples: int = 0
     skipped: int = 0
     seconds: float = 0.0
     store_seconds: float = 0.0
+    first_batch_seconds: float | None = None
     by_unit: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -42,62 +66,191 @@ class ExecutionStats:
         return self.samples / self.seconds if self.seconds > 0 else float("nan")
 
 
-class _UnitSamples(Dataset):
-    """(unit index, sample index) -> (unit index, sample index, image or None, problem or None)."""
+@dataclass(frozen=True)
+class ImagePreparer:
+    """What workers need of the model: its pixel-space resize/crop, nothing more.
 
-    def __init__(self, benchmark: Benchmark, sources: Sequence[Any], prepare) -> None:
+    Workers receive this small picklable object instead of the model (which may be large, or a
+    user's class that cannot be pickled). Attributes: ``preprocessing`` (the adapter's
+    :class:`~robustlab.models.Preprocessing`, or None), ``precomputed`` (True for result-file
+    "models" that need no pixels) and ``max_pixels`` (the run's image-size limit, applied while
+    a batch loads). Calling it prepares one uint8 HxWx3 image.
+    """
+
+    preprocessing: Any = None
+    precomputed: bool = False
+    max_pixels: int | None = None
+
+    @classmethod
+    def of(cls, model: Any, max_pixels: int | None = None) -> ImagePreparer:
+        return cls(getattr(model, "preprocessing", None), bool(getattr(model, "precomputed", False)), max_pixels)
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        return image if self.preprocessing is None else self.preprocessing.prepare_image(image)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """How an executor obtains the model: ``load()`` builds it (in this process, or in a Ray
+    actor on another machine). ``model`` is a spec string or an object; the options are those
+    of :func:`robustlab.models.load_model`."""
+
+    model: Any
+    preprocessing: Any = None
+    num_classes: int | None = None
+    device: Any = None
+    wrap: Any = None
+
+    def load(self, device: Any = None):
+        from ..models import load_model
+
+        return load_model(self.model, preprocessing=self.preprocessing, num_classes=self.num_classes,
+                          device=self.device if device is None else device, wrap=self.wrap)
+
+
+class Executor:
+    """Base class: ``run`` computes the stream's units and commits them to the store."""
+
+    name: ClassVar[str] = ""
+
+    def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
+            batch_size: int = 64, progress: bool | None = None, description: str = "evaluating") -> ExecutionStats:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+#: Executors by name. ``ray`` lives in :mod:`robustlab.engine.ray_executor` (imported on first
+#: lookup; it needs the ``ray`` extra only when used).
+EXECUTORS: Registry[type[Executor]] = Registry("executor", plugins=("robustlab.engine.ray_executor",),
+                                               entry_points="robustlab.executors")
+
+
+def get_executor(name: str | Executor = "local", **options: Any) -> Executor:
+    """An executor by name (``local``, ``ray``) built with ``options`` (or ``name`` itself)."""
+    if isinstance(name, Executor):
+        return name
+    cls = EXECUTORS.get(name)
+    return cls(**options)
+
+
+def check_batch_size(batch_size: int) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise InputError(f"batch size must be a positive integer; got {batch_size!r}.")
+    return int(batch_size)
+
+
+# --- the batch loop shared by executors --------------------------------------------------------
+
+
+class UnitLedger:
+    """Bookkeeping of units in flight: their results, the progress bar, the stats and the
+    commits to the store. Executors feed it batches (``expect``, ``record``)."""
+
+    def __init__(self, store, run_id: str, batch_size: int, bar: RunProgress, stats: ExecutionStats,
+                 on_unit_done: Callable[[UnitWork], None] | None = None) -> None:
+        self.store, self.run_id, self.batch_size = store, run_id, batch_size
+        self.bar, self.stats = bar, stats
+        self.open: dict[str, UnitResults] = {}
+        self.on_unit_done = on_unit_done
+
+    def expect(self, work: UnitWork) -> None:
+        """A unit was listed: show it, and commit it at once when it has no samples."""
+        self.bar.add_samples(work.size)
+        results = UnitResults(work, self.batch_size)
+        if results.n_batches == 0:
+            self._commit(results)
+        else:
+            self.open[work.key] = results
+
+    def record(self, batch, columns) -> None:
+        """One batch's predictions (None when no sample of it loaded)."""
+        results = self.open[batch.unit]
+        if not results.add(batch, columns):
+            return
+        self.bar.advance(len(batch) + len(batch.problems))
+        if results.complete:
+            del self.open[batch.unit]
+            self._commit(results)
+
+    def _commit(self, results: UnitResults) -> None:
+        t0 = time.perf_counter()
+        n, skipped = write_unit(self.store, self.run_id, results)
+        self.stats.store_seconds += time.perf_counter() - t0
+        self.stats.units += 1
+        self.stats.samples += n
+        self.stats.skipped += skipped
+        self.stats.by_unit[results.work.key] = n
+        self.bar.unit_done()
+        if self.on_unit_done is not None:
+            self.on_unit_done(results.work)
+
+
+def batch_tasks(stream: UnitStream, ledger: UnitLedger, batch_size: int,
+                share: Callable[[UnitWork], Any] | None = None) -> Iterator[BatchTask]:
+    """The run's batch tasks, listing units lazily; each unit is announced to the ledger first.
+
+    ``share(work)`` returns what a task carries as its source (default the sample set itself)."""
+    for work in stream:
+        ledger.expect(work)
+        if work.size == 0:
+            continue
+        source = work.source if share is None else share(work)
+        for start in work.batch_starts(batch_size):
+            yield BatchTask(work.key, source, start, min(start + batch_size, work.size))
+    ledger.bar.set_units_total(stream.yielded)
+
+
+# --- local executor ----------------------------------------------------------------------------------
+
+
+class _BatchLoader:
+    """``loader[task]`` -> the task's :class:`~robustlab.engine.records.Batch` (in a worker); the
+    local executor's map-style dataset (torch is imported where it runs, not with this module)."""
+
+    def __init__(self, benchmark: Benchmark, prepare: ImagePreparer) -> None:
         self.benchmark = benchmark
-        self.sources = list(sources)
         self.prepare = prepare
 
-    def __len__(self) -> int:
-        return sum(len(s) for s in self.sources)
+    def __getitem__(self, task: BatchTask):
+        import torch
+        from torch.utils.data import get_worker_info
 
-    def __getitem__(self, item: tuple[int, int]):
-        unit_index, i = item
-        try:
-            image = self.benchmark.load(self.sources[unit_index], i, self.prepare)
-        except RobustlabError as exc:  # unreadable/corrupt file, too small to corrupt...: skip, record
-            return unit_index, i, None, str(exc)
-        return unit_index, i, image, None
-
-
-def collate_samples(items: list) -> dict[str, Any]:
-    """Stack one batch's readable images (uint8 NHWC tensor) and keep the problems aside."""
-    good = [(i, img) for _, i, img, problem in items if problem is None]
-    problems = [(i, problem) for _, i, _, problem in items if problem is not None]
-    images = None
-    if good:
-        shapes = {img.shape for _, img in good}
-        if len(shapes) > 1:
-            raise InputError(f"images in one batch have different sizes {sorted(shapes)[:3]}; give the model an "
-                             "input size (preprocessing resize/crop, e.g. --resize 256 --crop 224) so they can be "
-                             "batched.")
-        images = _stack_uint8([img for _, img in good])
-    return {"unit": items[0][0], "positions": np.asarray([i for i, _ in good], dtype=np.int64),
-            "images": images, "problems": problems}
+        shared = get_worker_info() is not None
+        batch = load_batch(self.benchmark, task, self.prepare, stack=stack_shared if shared else None)
+        if shared and isinstance(batch.pixels, list):  # torch tensors travel through shared memory
+            batch.pixels = [torch.from_numpy(np.ascontiguousarray(p)) for p in batch.pixels]
+        return batch
 
 
-def _stack_uint8(arrays: list[np.ndarray]) -> torch.Tensor:
-    """Stack equal-shape uint8 images into one tensor; in a worker, straight into shared memory
+def pass_through(batch):
+    """Collate function of the local DataLoader: tasks already load whole batches."""
+    return batch
+
+
+def stack_shared(arrays: list[np.ndarray]):
+    """Stack equal-shape uint8 arrays into one tensor; in a worker, straight into shared memory
     (as torch's default collate does), so sending the batch to the main process copies nothing."""
+    import torch
+    from torch.utils.data import get_worker_info
+
     shape = (len(arrays), *arrays[0].shape)
     if get_worker_info() is None:
         return torch.from_numpy(np.stack(arrays))
-    storage = torch.UntypedStorage._new_shared(int(np.prod(shape)))
-    out = torch.empty(0, dtype=torch.uint8).set_(storage, 0, shape)
+    storage = torch.UntypedStorage._new_shared(int(np.prod(shape)) * arrays[0].dtype.itemsize)
+    out = torch.empty(0, dtype=torch.from_numpy(arrays[0][:0]).dtype).set_(storage, 0, shape)
     np.stack(arrays, out=out.numpy())
     return out
 
 
-def _init_worker(_: int) -> None:
-    """Worker set-up: Ctrl-C goes to the parent; OpenCV single-threaded (the workers share the
-    cores; torch already limits itself to one thread in DataLoader workers). Kept this light on
-    purpose: threadpoolctl and numba thread set-up cost ~10% of a short run's CPU time.
+def _init_worker(_: int, main_pid: int | None = None) -> None:
+    """Worker set-up: exit soon after the run's main process dies (even by SIGKILL); Ctrl-C
+    goes to the parent; OpenCV single-threaded (the workers share the cores; torch already
+    limits itself to one thread in DataLoader workers). Kept this light on purpose:
+    threadpoolctl and numba thread set-up cost ~10% of a short run's CPU time.
 
     Workers start from a forkserver (:func:`robustlab.data.jobs.pool_context`), never by forking
     this process: forking a process whose OpenCV or OpenMP thread pools are running leaves the
     child's pools deadlocked (seen: ``cv2.setNumThreads`` hanging forever in a forked worker)."""
+    exit_with_parent(main_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import cv2
 
@@ -105,7 +258,7 @@ def _init_worker(_: int) -> None:
 
 
 #: Modules the forkserver imports once, so each worker starts in milliseconds.
-WORKER_PRELOAD = ("torch", "robustlab.corruptions", "robustlab.data.classification")
+WORKER_PRELOAD = ("torch", "robustlab.corruptions", "robustlab.data.classification", "robustlab.engine.work")
 
 
 def default_workers() -> int:
@@ -113,118 +266,68 @@ def default_workers() -> int:
     return max(0, min(8, (os.cpu_count() or 1) - 1))
 
 
-def plan_batches(sizes: Sequence[int], batch_size: int) -> list[list[tuple[int, int]]]:
-    """Batches of (unit, sample) pairs, ``batch_size`` at most, never crossing a unit."""
-    return [[(u, i) for i in range(start, min(start + batch_size, n))]
-            for u, n in enumerate(sizes) for start in range(0, n, batch_size)]
-
-
-def execute_units(model: torch.nn.Module, benchmark: Benchmark, config: Mapping[str, Any], units: Sequence[Unit],
-                  store, run_id: str, *, batch_size: int = 64, workers: int | None = None,
-                  device: torch.device | None = None, progress: bool | None = None,
-                  description: str = "evaluating") -> ExecutionStats:
-    """Compute ``units`` and write each one's per-sample columns to ``store`` under ``run_id``.
+class LocalExecutor(Executor):
+    """Worker processes decode/corrupt, this process batches inference (see the module docstring).
 
     Parameters
     ----------
-    model : Classifier (or Detector for detection benchmarks), already on ``device``
-    benchmark, config : the run's benchmark and its configured options
-    units : the units still to do, in order
-    store : a :class:`robustlab.store.Store` (anything with its ``write_unit``/``record_problem``)
-    batch_size : images per inference batch
-    workers : decoding/corruption worker processes (0: in the main process; default
-        :func:`default_workers`)
-    progress : show a progress bar (default: when stderr is a terminal)
-
-    Samples that cannot be read (corrupt file, too small for a corruption...) are recorded with
-    ``store.record_problem`` and left out of the unit's columns.
-    """
-    if batch_size < 1:
-        raise InputError(f"batch size must be at least 1; got {batch_size}.")
-    workers = default_workers() if workers is None else int(workers)
-    if workers < 0:
-        raise InputError(f"workers must be 0 or more; got {workers}.")
-    device = device or next((p.device for p in model.parameters()), torch.device("cpu"))
-    stats = ExecutionStats()
-    start = time.perf_counter()
-    sources = [benchmark.samples(config, u) for u in units]
-    sizes = [len(s) for s in sources]
-    batches = plan_batches(sizes, batch_size)
-    remaining = [0] * len(units)  # batches still to come per unit
-    for batch in batches:
-        remaining[batch[0][0]] += 1
-    pending: dict[int, dict[str, list]] = {}
-
-    def finish(u: int, acc: dict[str, list]) -> None:
-        unit, src = units[u], sources[u]
-        ids, labels = src.ids, np.asarray(src.labels)
-        positions = np.concatenate(acc["positions"]) if acc["positions"] else np.zeros(0, np.int64)
-        columns = {"sample_id": np.asarray([ids[i] for i in positions], dtype=object).astype(str)
-                   if len(positions) else np.zeros(0, dtype="<U1"),
-                   "label": labels[positions].astype(np.int64)}
-        if acc["columns"]:
-            for name in acc["columns"][0]:
-                columns[name] = np.concatenate([c[name] for c in acc["columns"]])
-        t0 = time.perf_counter()
-        for i, message in acc["problems"]:
-            store.record_problem(run_id, unit.key, str(ids[i]), message)
-        store.write_unit(run_id, unit.key, columns, meta={"n_samples": int(len(positions)),
-                                                          "n_skipped": len(acc["problems"])})
-        stats.store_seconds += time.perf_counter() - t0
-        stats.units += 1
-        stats.samples += int(len(positions))
-        stats.skipped += len(acc["problems"])
-        stats.by_unit[unit.key] = int(len(positions))
-
-    loader = DataLoader(
-        _UnitSamples(benchmark, sources, ImagePreparer.of(model)),
-        batch_sampler=batches, num_workers=workers, collate_fn=collate_samples,
-        pin_memory=device.type == "cuda", worker_init_fn=_init_worker if workers else None,
-        prefetch_factor=4 if workers else None, persistent_workers=False,
-        multiprocessing_context=pool_context(WORKER_PRELOAD) if workers else None,
-    )
-    with RunProgress(description, sum(sizes), len(units), enabled=progress) as bar:
-        for u in range(len(units)):  # units without samples are finished (empty) up front
-            if sizes[u] == 0:
-                finish(u, {"positions": [], "columns": [], "problems": []})
-                bar.unit_done()
-        for batch in loader:
-            u = batch["unit"]
-            acc = pending.setdefault(u, {"positions": [], "columns": [], "problems": []})
-            if batch["images"] is not None:
-                x = batch["images"].to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255.0)
-                if getattr(benchmark, "needs_labels", False):  # e.g. attacks: predict(..., labels=y)
-                    y = torch.as_tensor(np.asarray(sources[u].labels)[batch["positions"]], device=device)
-                    acc["columns"].append(benchmark.predict(model, x, config, labels=y))
-                else:
-                    acc["columns"].append(benchmark.predict(model, x, config))
-                acc["positions"].append(batch["positions"])
-            acc["problems"].extend(batch["problems"])
-            bar.advance(len(batch["positions"]) + len(batch["problems"]))
-            remaining[u] -= 1
-            if remaining[u] == 0:
-                finish(u, pending.pop(u))
-                bar.unit_done()
-    stats.seconds = time.perf_counter() - start
-    return stats
-
-
-@dataclass(frozen=True)
-class ImagePreparer:
-    """What worker processes need of the model: its pixel-space resize/crop, nothing more.
-
-    Workers receive this small picklable object instead of the model (which may be large, or a
-    user's class that cannot be pickled). Attributes: ``preprocessing`` (the adapter's
-    :class:`~robustlab.models.Preprocessing`, or None) and ``precomputed`` (True for result-file
-    "models" that need no pixels). Calling it prepares one uint8 HxWx3 image.
+    workers : int, optional
+        Decoding/corruption worker processes (0: in this process; default
+        :func:`default_workers`).
     """
 
-    preprocessing: Any = None
-    precomputed: bool = False
+    name = "local"
 
-    @classmethod
-    def of(cls, model: Any) -> "ImagePreparer":
-        return cls(getattr(model, "preprocessing", None), bool(getattr(model, "precomputed", False)))
+    def __init__(self, workers: int | None = None) -> None:
+        workers = default_workers() if workers is None else workers
+        if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
+            raise InputError(f"workers must be 0 or more; got {workers!r}.")
+        self.workers = int(workers)
 
-    def __call__(self, image: np.ndarray) -> np.ndarray:
-        return image if self.preprocessing is None else self.preprocessing.prepare_image(image)
+    def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
+            batch_size: int = 64, progress: bool | None = None, description: str = "evaluating",
+            loaded=None) -> ExecutionStats:
+        batch_size = check_batch_size(batch_size)
+        net = loaded if loaded is not None else model.load()
+        import torch
+        from torch.utils.data import DataLoader
+
+        device = getattr(net, "device", None) or torch.device("cpu")
+        stats = ExecutionStats()
+        start = time.perf_counter()
+        workers = self.workers
+        with RunProgress(description, enabled=progress) as bar, SharedSources() as shared:
+            handles: dict[str, Any] = {}
+
+            def share(work: UnitWork):
+                if not workers:
+                    return work.source
+                handles[work.key] = shared.share(work.source)
+                return handles[work.key]
+
+            def release(work: UnitWork) -> None:
+                handle = handles.pop(work.key, None)
+                if handle is not None:
+                    shared.release(handle)
+
+            ledger = UnitLedger(store, run_id, batch_size, bar, stats, on_unit_done=release)
+            loader = DataLoader(
+                _BatchLoader(benchmark, ImagePreparer.of(net, config.get("max_pixels"))),
+                sampler=batch_tasks(stream, ledger, batch_size, share),
+                batch_size=None, num_workers=workers, collate_fn=pass_through,
+                pin_memory=device.type == "cuda",
+                worker_init_fn=functools.partial(_init_worker, main_pid=os.getpid()) if workers else None,
+                prefetch_factor=4 if workers else None, persistent_workers=False,
+                multiprocessing_context=pool_context(WORKER_PRELOAD) if workers else None,
+            )
+            for batch in loader:
+                raise_batch_error(batch)
+                columns = predict_batch(benchmark, net, batch, config) if len(batch) else None
+                if stats.first_batch_seconds is None:
+                    stats.first_batch_seconds = time.perf_counter() - start
+                ledger.record(batch, columns)
+        stats.seconds = time.perf_counter() - start
+        return stats
+
+
+EXECUTORS.add(LocalExecutor.name, LocalExecutor)

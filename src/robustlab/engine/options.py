@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, unknown_name
 from ..models.preprocessing import Preprocessing
 
 
@@ -73,15 +73,24 @@ def check_positive(name: str, value: Any) -> int | None:
     return int(value)
 
 
+#: The class-map modes that are not files (see :mod:`robustlab.data.classification`).
+CLASS_MAP_MODES = ("auto", "imagenet", "sorted")
+
+
 def class_map_config(class_map: Any) -> Any:
     """A JSON-able, path-resolved form of a class map option (part of the run's identity)."""
     if class_map is None:
         return "auto"
-    if isinstance(class_map, (str, os.PathLike)) and str(class_map) not in ("auto", "imagenet", "sorted"):
+    if isinstance(class_map, (str, os.PathLike)) and str(class_map) not in CLASS_MAP_MODES:
+        from ..data.classification import load_class_map
+
         path = Path(class_map).expanduser().resolve()
         if not path.is_file():
-            raise DataError(f"class map file {path} does not exist.")
-        return json.loads(path.read_text())
+            text = str(class_map)
+            if os.sep not in text and not text.endswith(".json"):  # a mistyped mode, not a file
+                raise unknown_name("class map", text, CLASS_MAP_MODES + ("<a JSON file>",))
+            raise DataError(f"class map file {path} does not exist; give auto, imagenet, sorted or an existing JSON file.")
+        return load_class_map(path)
     if isinstance(class_map, Mapping):
         return {str(k): int(v) for k, v in class_map.items()}
     if isinstance(class_map, (list, tuple)):

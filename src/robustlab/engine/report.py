@@ -1,47 +1,59 @@
-"""Plain-text tables of a run's metrics (``robustlab show`` and ``EvaluationResult.table``)."""
+"""Plain-text report of a run (``robustlab show`` and ``EvaluationResult.table``).
+
+The header (run, benchmark, model, data, status), then the benchmark family's own layout
+(:meth:`robustlab.engine.Benchmark.text`: per-corruption CE, flip rates per perturbation and
+difficulty, the pm-k curve, P / mPC / rPC per corruption, accuracy per epsilon...), then the
+notes and skipped samples. Numbers are printed as percentages, as the papers do.
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from ..errors import RobustlabError
+from .benchmark import get_benchmark, metric_rows_text
 
-def _pct(value: Any) -> str:
+
+def pct(value: Any, digits: int = 1) -> str:
+    """A fraction as percent text (``-`` for None/NaN)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    return f"{100 * value:.1f}"
+    return f"{100 * value:.{digits}f}"
 
 
 def format_result(result) -> str:
-    """Header, per-corruption table (CE, relative CE, errors per severity) and summary lines.
-
-    All numbers are printed as percentages, as the papers do (mCE 76.7 = ratio 0.767).
-    """
+    """The text report of an :class:`~robustlab.engine.EvaluationResult` (see the module docstring)."""
     lines = [f"run {result.run_id}  {result.benchmark}  model {result.model}",
              f"data {result.dataset}  status {result.status}"]
-    summary = result.summary or {}
-    corruptions = summary.get("corruptions") or {}
-    if corruptions:
-        sev = list(result.config.get("severities", []))
-        head = f"{'corruption':<20}{'CE':>7}{'relCE':>7}" + "".join(f"{'s' + str(s):>7}" for s in sev) + f"{'mean':>7}"
-        lines += ["", "errors and corruption errors (%)", head, "-" * len(head)]
-        for name, row in corruptions.items():
-            errs = "".join(f"{_pct(row['errors'].get(str(s))):>7}" for s in sev)
-            lines.append(f"{name:<20}{_pct(row.get('ce')):>7}{_pct(row.get('relative_ce')):>7}{errs}"
-                         f"{_pct(row.get('mean_error')):>7}")
+    try:
+        bench = get_benchmark(result.benchmark)
+    except RobustlabError:  # not installed here: load_result's notes say so
+        bench = None
+    body: list[str] = []
+    if result.metrics:
+        try:
+            body = bench.text(result.config, result.summary, result.metrics) if bench and result.summary is not None \
+                else metric_rows_text(result.metrics)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:  # a run stored by another robustlab version
+            body = [f"notice: this run's stored metrics do not have the layout this robustlab version expects "
+                    f"({type(exc).__name__}: {exc}); its metric rows follow as stored."] + metric_rows_text(result.metrics)
+    if body:
+        lines += [""] + body
     lines.append("")
-    labels = {"clean_error": "clean error", "mce": "mCE", "mce_subset": "mCE (subset)",
-              "relative_mce": "relative mCE", "relative_mce_subset": "relative mCE (subset)",
-              "mean_corruption_accuracy": "mean corruption accuracy",
-              "mean_corruption_accuracy_subset": "mean corruption accuracy (subset)"}
-    for key, label in labels.items():
-        if key in summary and summary[key] is not None:
-            lines.append(f"{label:<34}{_pct(summary[key]):>7}")
-    if not summary:
-        for name, setting, value in result.metrics:
-            lines.append(f"{name:<24}{setting:<24}{value:.6g}")
     for note in result.notes:
         lines.append(f"note: {note}")
     if result.problems:
         lines.append(f"{len(result.problems)} samples skipped, e.g. {result.problems[0][1]}: {result.problems[0][2]}")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip()
+
+
+def text_table(columns: list[str], rows: list[list[str]], *, first_width: int | None = None) -> list[str]:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(columns)]
+    if first_width:
+        widths[0] = max(widths[0], first_width)
+    fmt = lambda row: "  ".join(str(v).ljust(widths[0]) if i == 0 else str(v).rjust(widths[i])  # noqa: E731
+                                for i, v in enumerate(row))
+    head = fmt(columns)
+    return [head, "-" * len(head)] + [fmt(r) for r in rows]

@@ -7,109 +7,146 @@ Conventions: accuracies, errors and flip probabilities are **fractions**; normal
 "Metrics (Python API)".
 """
 
-from .adversarial import PAPER_EPSILONS, normalised_curve, relative_change, robustness_auc, trapezoid
-from .corruption import (
-    ALL_CORRUPTIONS,
-    BENCHMARK_CORRUPTIONS,
-    HOLDOUT_CORRUPTIONS,
-    N_SEVERITIES,
-    CorruptionBaseline,
-    CorruptionSummary,
-    corruption_errors,
-    corruption_subset,
-    corruption_summary,
-    get_corruption_baseline,
-    list_corruption_baselines,
-    mce,
-    mean_corruption_accuracy,
-    relative_corruption_errors,
-    relative_mce,
-)
-from .pmk import (
-    AccuracyCount,
-    ClassAccuracy,
-    ConditionalResult,
-    PmkCurve,
-    PmkResult,
-    conditional_accuracy,
-    frame_offsets,
-    pairs_at_distance,
-    parse_frame_key,
-    per_class_accuracy,
-    pmk_accuracy,
-    pmk_accuracy_curve,
-    pmset_pairs,
-    static_accuracy,
-    static_frames,
-)
-from .robustbench import CorruptionTable, read_robustbench_csv
-from .stability import (
-    ALL_PERTURBATIONS,
-    NOISE_PERTURBATIONS,
-    TEST_PERTURBATIONS,
-    VALIDATION_PERTURBATIONS,
-    StabilityBaseline,
-    flip_counts,
-    flip_probability,
-    flip_rate,
-    flip_rates,
-    frame_pairs,
-    get_stability_baseline,
-    list_stability_baselines,
-    mfr,
-    mt5d,
-    pair_top5_distances,
-    permutation_top5_distance,
-    perturbation_subset,
-    rankings_from_scores,
-    sequence_flip_probabilities,
-    sequence_top5_distances,
-    top5_distance,
-    top5_distance_rates,
-    zipf_distance,
-)
-from .stats import (
-    BootstrapInterval,
-    LinearFit,
-    WelchResult,
-    bootstrap_accuracy_drop,
-    clopper_pearson,
-    linear_fit,
-    percent,
-    welch_t_test,
-)
+from ..lazy import lazy_exports
 
-__all__ = [
-    # corruption
-    "ALL_CORRUPTIONS", "BENCHMARK_CORRUPTIONS", "HOLDOUT_CORRUPTIONS", "N_SEVERITIES",
-    "CorruptionBaseline", "CorruptionSummary", "corruption_errors", "corruption_subset",
-    "corruption_summary", "get_corruption_baseline", "list_corruption_baselines", "mce",
-    "mean_corruption_accuracy", "relative_corruption_errors", "relative_mce",
-    # stability
-    "ALL_PERTURBATIONS", "NOISE_PERTURBATIONS", "TEST_PERTURBATIONS", "VALIDATION_PERTURBATIONS",
-    "StabilityBaseline", "flip_counts", "flip_probability", "flip_rate", "flip_rates",
-    "frame_pairs", "get_stability_baseline", "list_stability_baselines", "mfr", "mt5d",
-    "pair_top5_distances", "permutation_top5_distance", "perturbation_subset",
-    "rankings_from_scores", "sequence_flip_probabilities", "sequence_top5_distances",
-    "top5_distance", "top5_distance_rates", "zipf_distance",
-    # pm-k
-    "AccuracyCount", "ClassAccuracy", "ConditionalResult", "PmkCurve", "PmkResult",
-    "conditional_accuracy", "frame_offsets", "pairs_at_distance", "parse_frame_key",
-    "per_class_accuracy", "pmk_accuracy", "pmk_accuracy_curve", "pmset_pairs",
-    "static_accuracy", "static_frames",
-    # adversarial
-    "PAPER_EPSILONS", "normalised_curve", "relative_change", "robustness_auc", "trapezoid",
-    # statistics
-    "BootstrapInterval", "LinearFit", "WelchResult", "bootstrap_accuracy_drop",
-    "clopper_pearson", "linear_fit", "percent", "welch_t_test",
-    # importers
-    "CorruptionTable", "read_robustbench_csv",
-]  # fmt: skip
-
-# Detection metrics (issue 3 item 4) are exported below by their own module.
-from . import detection, importers, under_corruption  # noqa: E402
-from .detection import *  # noqa: E402,F401,F403
-from .importers import *  # noqa: E402,F401,F403
-from .under_corruption import *  # noqa: E402,F401,F403
-
-__all__ += detection.__all__ + importers.__all__ + under_corruption.__all__
+# name -> submodule; names load on first use (statistics import scipy.stats, detection faster-coco-eval).
+_EXPORTS = {
+    **dict.fromkeys(
+        ("PAPER_EPSILONS", "normalised_curve", "relative_change", "robustness_auc", "trapezoid"), ".adversarial"
+    ),
+    **dict.fromkeys(
+        (
+            "ALL_CORRUPTIONS",
+            "BENCHMARK_CORRUPTIONS",
+            "CorruptionBaseline",
+            "CorruptionSummary",
+            "HOLDOUT_CORRUPTIONS",
+            "N_SEVERITIES",
+            "corruption_errors",
+            "corruption_subset",
+            "corruption_summary",
+            "get_corruption_baseline",
+            "list_corruption_baselines",
+            "mce",
+            "mean_corruption_accuracy",
+            "relative_corruption_errors",
+            "relative_mce",
+        ),
+        ".corruption",
+    ),
+    **dict.fromkeys(
+        (
+            "AccuracyCount",
+            "ClassAccuracy",
+            "ConditionalResult",
+            "PmkCurve",
+            "PmkResult",
+            "clopper_pearson",
+            "conditional_accuracy",
+            "frame_offsets",
+            "pairs_at_distance",
+            "parse_frame_key",
+            "per_class_accuracy",
+            "pmk_accuracy",
+            "pmk_accuracy_curve",
+            "pmset_pairs",
+            "static_accuracy",
+            "static_frames",
+        ),
+        ".pmk",
+    ),
+    **dict.fromkeys(("CorruptionTable", "read_robustbench_csv"), ".robustbench"),
+    **dict.fromkeys(
+        (
+            "ALL_PERTURBATIONS",
+            "NOISE_PERTURBATIONS",
+            "StabilityBaseline",
+            "TEST_PERTURBATIONS",
+            "VALIDATION_PERTURBATIONS",
+            "flip_counts",
+            "flip_probability",
+            "flip_rate",
+            "flip_rates",
+            "frame_pairs",
+            "get_stability_baseline",
+            "list_stability_baselines",
+            "mfr",
+            "mt5d",
+            "pair_top5_distances",
+            "permutation_top5_distance",
+            "perturbation_subset",
+            "rankings_from_scores",
+            "sequence_flip_probabilities",
+            "sequence_top5_distances",
+            "top5_distance",
+            "top5_distance_rates",
+            "zipf_distance",
+        ),
+        ".stability",
+    ),
+    **dict.fromkeys(
+        (
+            "BootstrapInterval",
+            "LinearFit",
+            "WelchResult",
+            "bootstrap_accuracy_drop",
+            "linear_fit",
+            "percent",
+            "welch_t_test",
+        ),
+        ".stats",
+    ),
+    **dict.fromkeys(
+        (
+            "COCO_STAT_NAMES",
+            "DetectionPmkResult",
+            "ImageMatches",
+            "ap_from_matches",
+            "ap_per_class",
+            "average_precision",
+            "box_iou",
+            "check_iou_threshold",
+            "clip_boxes",
+            "coco_metrics",
+            "detection_arrays",
+            "detection_pmk",
+            "ground_truth_arrays",
+            "localization_pmk",
+            "match_detections",
+            "match_image",
+            "mean_ap",
+            "per_image_ap",
+            "sanitize_detections",
+            "to_coco_ground_truth",
+            "to_coco_results",
+            "vid_iou_threshold",
+            "voc_ap50",
+        ),
+        ".detection",
+    ),
+    **dict.fromkeys(
+        (
+            "RestrictedUnpickler",
+            "normalise_robustness_results",
+            "read_mmdet_robustness_results",
+            "read_rmse_csv",
+            "restricted_loads",
+        ),
+        ".importers",
+    ),
+    **dict.fromkeys(
+        (
+            "CorruptionPerformance",
+            "RmseRpcAnalysis",
+            "check_performance",
+            "image_rmse",
+            "performance_under_corruption",
+            "rmse_vs_rpc",
+            "rpc_undefined_reason",
+        ),
+        ".under_corruption",
+    ),
+    **dict.fromkeys(("cohen_kappa", "cohen_kappa_from_table", "fleiss_kappa", "rating_counts"), ".agreement"),
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

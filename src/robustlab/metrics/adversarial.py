@@ -10,8 +10,9 @@ inputs in [0, 1] in the paper),
   0 over the interval; undefined when f(eps0) = 0;
 * C = (f(eps) - f(eps0)) / f(eps0), the relative change between two strengths.
 
-Units: eps in the attack's units (pixel scale [0, 1] for the paper's L-inf); accuracies are
-fractions (percent work too, R and C are scale free, but be consistent).
+Units: eps in the attack's units (pixel scale [0, 1] for the paper's L-inf), finite and >= 0;
+accuracies are fractions in [0, 1] (an accuracy above 1 is refused: it is a percentage or a
+count, and would give a plausible-looking but wrong R).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ._checks import as_float_array, check_scalar
+from ._checks import as_float_array, as_fraction_array, check_scalar
 
 __all__ = ["PAPER_EPSILONS", "trapezoid", "robustness_auc", "relative_change", "normalised_curve"]
 
@@ -29,9 +30,11 @@ __all__ = ["PAPER_EPSILONS", "trapezoid", "robustness_auc", "relative_change", "
 PAPER_EPSILONS: tuple[float, ...] = (0.0, 0.0125, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 
 
-def _curve(eps: Any, accuracy: Any) -> tuple[np.ndarray, np.ndarray]:
+def _curve(eps: Any, accuracy: Any, *, fractions: bool = True) -> tuple[np.ndarray, np.ndarray]:
     x = as_float_array(eps, "eps", ndim=1)
-    y = as_float_array(accuracy, "accuracy", ndim=1)
+    y = as_fraction_array(accuracy, "accuracy", ndim=1) if fractions else as_float_array(accuracy, "accuracy", ndim=1)
+    if np.any(x < 0):
+        raise InputError(f"eps must be >= 0 (an attack strength); got {x.min()}.")
     if x.shape != y.shape:
         raise InputError(f"eps and accuracy must have the same length, got {x.size} and {y.size}.")
     if x.size < 2:
@@ -54,8 +57,8 @@ def _curve(eps: Any, accuracy: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def trapezoid(x: Any, y: Any) -> float:
-    """Trapezoid-rule integral of y over a sorted, possibly uneven grid x (1-D, same length)."""
-    xs, ys = _curve(x, y)
+    """Trapezoid-rule integral of y (>= 0) over a sorted, possibly uneven grid x (>= 0; 1-D, same length)."""
+    xs, ys = _curve(x, y, fractions=False)
     return float(np.sum(np.diff(xs) * (ys[1:] + ys[:-1]) * 0.5))
 
 
@@ -89,7 +92,7 @@ def robustness_auc(
         Attack strengths, strictly increasing (uneven spacing is fine), e.g.
         :data:`PAPER_EPSILONS`.
     accuracy : array_like, shape (n,)
-        Accuracy f(eps) at each strength (fraction).
+        Accuracy f(eps) at each strength (fraction in [0, 1]).
     eps0, eps1 : float, optional
         Interval ends; must be measured strengths. Default: the first and last.
 
@@ -102,8 +105,9 @@ def robustness_auc(
     Raises
     ------
     InputError
-        When f(eps0) = 0 (R is undefined), the grid is unsorted or has duplicates, or the
-        inputs contain NaN or differ in length.
+        When f(eps0) = 0 (R is undefined), the grid is unsorted, has duplicates or negative
+        or infinite strengths, an accuracy is outside [0, 1], or the inputs contain NaN or
+        differ in length.
     """
     x, y, i0, i1 = _interval(eps, accuracy, eps0, eps1)
     f0 = y[i0]
@@ -121,8 +125,8 @@ def relative_change(f_eps: Any, f_eps0: Any) -> Any:
 
     Scalars or broadcastable arrays; a float for scalar input. -1 means the accuracy fell to 0.
     """
-    a = as_float_array(f_eps, "f_eps")
-    b = as_float_array(f_eps0, "f_eps0")
+    a = as_fraction_array(f_eps, "f_eps")
+    b = as_fraction_array(f_eps0, "f_eps0")
     if np.any(b == 0):
         raise InputError(
             "f_eps0 is 0, so the relative change is undefined; pick a reference strength with non-zero accuracy."

@@ -39,7 +39,7 @@ from ..errors import InputError
 
 __all__ = [
     "COCO_STAT_NAMES", "DetectionPmkResult", "ImageMatches", "ap_from_matches", "ap_per_class", "average_precision", "box_iou",
-    "clip_boxes", "coco_metrics", "detection_arrays", "detection_pmk", "ground_truth_arrays",
+    "check_iou_threshold", "clip_boxes", "coco_metrics", "detection_arrays", "detection_pmk", "ground_truth_arrays",
     "localization_pmk", "match_detections", "match_image", "mean_ap", "per_image_ap", "sanitize_detections",
     "to_coco_ground_truth", "to_coco_results", "vid_iou_threshold", "voc_ap50",
 ]  # fmt: skip
@@ -167,6 +167,8 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IoU matrix (N, M) of xyxy boxes ``a`` (N, 4) and ``b`` (M, 4); 0 where the union is 0."""
     a = np.asarray(a, np.float64).reshape(-1, 4)
     b = np.asarray(b, np.float64).reshape(-1, 4)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise InputError("box_iou: boxes must be finite (x1, y1, x2, y2) coordinates; got NaN or infinity.")
     iw = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
     ih = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
     inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
@@ -191,15 +193,34 @@ def vid_iou_threshold(widths: np.ndarray | float, heights: np.ndarray | float) -
     return np.minimum(0.5, (w * h) / ((w + 10.0) * (h + 10.0)))
 
 
-def _gt_thresholds(gt_boxes: np.ndarray, iou_threshold: IouThreshold) -> np.ndarray:
+def check_iou_threshold(iou_threshold: Any) -> IouThreshold:
+    """A valid IoU threshold: a number in (0, 1] (as float) or ``"vid"``; else InputError.
+
+    ``"vid"`` selects ImageNet-VID's per-object thresholds (:func:`vid_iou_threshold`); the
+    papers' detection pm-k uses the fixed 0.5.
+    """
     if isinstance(iou_threshold, str):
-        if iou_threshold != "vid":
-            raise InputError(f"iou_threshold {iou_threshold!r}: give a number in (0, 1] or 'vid'.")
-        return vid_iou_threshold(gt_boxes[:, 2] - gt_boxes[:, 0], gt_boxes[:, 3] - gt_boxes[:, 1])
+        if iou_threshold.strip().lower() == "vid":
+            return "vid"
+        try:
+            iou_threshold = float(iou_threshold)
+        except ValueError:
+            raise InputError(f"iou_threshold {iou_threshold!r}: give a number in (0, 1] (0.5 as in the papers) "
+                             "or 'vid' (ImageNet-VID's per-object thresholds).") from None
+    if isinstance(iou_threshold, bool) or not isinstance(iou_threshold, (int, float, np.integer, np.floating)):
+        raise InputError(f"iou_threshold {iou_threshold!r}: give a number in (0, 1] or 'vid'.")
     t = float(iou_threshold)
-    if not 0.0 < t <= 1.0:
-        raise InputError(f"iou_threshold {iou_threshold!r} is outside (0, 1].")
-    return np.full(len(gt_boxes), t)
+    if not 0.0 < t <= 1.0:  # also refuses NaN
+        raise InputError(f"iou_threshold {iou_threshold!r} is outside (0, 1]: an IoU threshold must be above 0 "
+                         "and at most 1 (0.5 as in the papers), or 'vid'.")
+    return t
+
+
+def _gt_thresholds(gt_boxes: np.ndarray, iou_threshold: IouThreshold) -> np.ndarray:
+    threshold = check_iou_threshold(iou_threshold)
+    if threshold == "vid":
+        return vid_iou_threshold(gt_boxes[:, 2] - gt_boxes[:, 0], gt_boxes[:, 3] - gt_boxes[:, 1])
+    return np.full(len(gt_boxes), threshold)
 
 
 def match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np.ndarray,
@@ -209,8 +230,11 @@ def match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np
     """Greedy matching of one image's detections (one class) to its ground truth.
 
     Detections are visited by descending score (stable for ties). ``rule="voc"`` is the
-    VOC devkit: take the ground truth of highest IoU; it is a hit if IoU > its threshold
-    (strict) and it is still free, a duplicate (false positive) if already taken.
+    VOC matching of mmdetection's ``eval_map`` (what the Robust Detection Benchmark's numbers
+    come from): take the ground truth of highest IoU;
+    it is a hit if IoU >= its threshold and it is still free, a duplicate (false positive) if
+    already taken. (py-faster-rcnn's ``voc_eval.py`` needs IoU > threshold; the two differ
+    only for a detection at exactly the threshold.)
     ``rule="best-unmatched"`` is the ImageNet-VID devkit: take the still-free ground truth of
     highest IoU among those with IoU >= their own threshold. A detection matched to an ignored
     object is neither a true nor a false positive.
@@ -235,7 +259,7 @@ def match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np
     for d in np.argsort(-np.asarray(det_scores), kind="stable"):
         if rule == "voc":
             j = int(np.argmax(iou[d]))
-            if iou[d, j] > thresholds[j]:
+            if iou[d, j] >= thresholds[j]:
                 if gt_ignore[j]:
                     continue
                 if not taken[j]:
@@ -272,6 +296,9 @@ def average_precision(recall: np.ndarray, precision: np.ndarray, *,
         raise InputError(f"recall {rec.shape} and precision {prec.shape} differ in length.")
     if not (np.all(np.isfinite(rec)) and np.all(np.isfinite(prec))):
         raise InputError("recall and precision must be finite.")
+    for name, values in (("recall", rec), ("precision", prec)):
+        if values.size and (values.min() < 0 or values.max() > 1):
+            raise InputError(f"{name} must be fractions in [0, 1]; got values in [{values.min():g}, {values.max():g}].")
     if method == "11-point":
         total = 0.0
         for t in np.linspace(0.0, 1.0, 11):
@@ -305,8 +332,9 @@ def match_image(gt: Any, det: Any, *, iou_threshold: IouThreshold = 0.5,
                 rule: MatchingRule | None = None, class_agnostic: bool = False,
                 image_id: Hashable = None) -> ImageMatches:
     """Match one image's detections to its ground truth, per class (see :func:`ap_per_class`)."""
+    iou_threshold = check_iou_threshold(iou_threshold)
     if rule is None:
-        rule = "best-unmatched" if isinstance(iou_threshold, str) else "voc"
+        rule = "best-unmatched" if iou_threshold == "vid" else "voc"
     g_boxes, g_labels, g_ignore = ground_truth_arrays(gt, f"ground truth of image {image_id!r}")
     d_boxes, d_scores, d_labels = detection_arrays(det, f"detections of image {image_id!r}")
     if class_agnostic:
@@ -387,30 +415,36 @@ def ap_per_class(ground_truth: Sequence[Any], detections: Sequence[Any], *,
 
 
 def mean_ap(per_class: Mapping[int, float]) -> float:
-    """Mean of per-class APs (NaN when no class has ground truth)."""
+    """Mean of per-class APs (fractions in [0, 1]; NaN when no class has ground truth)."""
     values = list(per_class.values())
+    for label, value in per_class.items():
+        if not (isinstance(value, (int, float, np.integer, np.floating)) and 0.0 <= float(value) <= 1.0):
+            raise InputError(f"per_class[{label!r}] is {value!r}; an AP must be a fraction in [0, 1].")
     return float(np.mean(values)) if values else math.nan
 
 
 def voc_ap50(ground_truth: Sequence[Any], detections: Sequence[Any], *,
              method: APMethod = "11-point", image_ids: Sequence[Hashable] | None = None
              ) -> tuple[float, dict[int, float]]:
-    """Pascal VOC AP50: ``(mAP, {label: AP})`` with the VOC devkit matching (IoU > 0.5).
+    """Pascal VOC AP50: ``(mAP, {label: AP})`` with VOC matching (a hit at IoU >= 0.5).
 
     ``method="11-point"`` is VOC2007 test (what the Robust Detection Benchmark and
     mmdetection report for Pascal-C); ``"all-point"`` is VOC2010+. Difficult objects are
-    ignored. (mmdetection's ``eval_map`` accepts IoU >= 0.5 where the devkit needs > 0.5:
-    the two differ only for a detection at exactly IoU 0.5.)
+    ignored. The match counts IoU >= 0.5, as mmdetection's ``eval_map`` does (the
+    reference for the published Pascal-C numbers); py-faster-rcnn's ``voc_eval.py`` needs
+    IoU > 0.5, which differs only for a detection at exactly IoU 0.5.
     """
     per_class = ap_per_class(ground_truth, detections, iou_threshold=0.5, method=method,
                              rule="voc", image_ids=image_ids)
     return mean_ap(per_class), per_class
 
 
-def per_image_ap(gt: Any, det: Any, *, iou_threshold: IouThreshold = "vid",
+def per_image_ap(gt: Any, det: Any, *, iou_threshold: IouThreshold = 0.5,
                  method: APMethod = "all-point", class_agnostic: bool = False) -> float:
     """AP of one image: mean over the categories present in its ground truth.
 
+    ``iou_threshold``: 0.5 (default, the papers' "mAP at a fixed IoU threshold"), another
+    number in (0, 1], or ``"vid"`` for ImageNet-VID's per-object thresholds.
     Returns NaN for an image without (non-ignored) ground truth: its AP is undefined.
     Used by detection pm-k (Shankar et al. 2019) to find the worst frame of a neighbourhood.
     """
@@ -449,12 +483,12 @@ class DetectionPmkResult:
 
 
 def detection_pmk(ground_truth: Mapping[str, Any], detections: Mapping[str, Any],
-                  pmsets: Mapping[str, Sequence[str]], *, iou_threshold: IouThreshold = "vid",
+                  pmsets: Mapping[str, Sequence[str]], *, iou_threshold: IouThreshold = 0.5,
                   method: APMethod = "all-point", class_agnostic: bool = False) -> DetectionPmkResult:
     """Detection pm-k (Shankar et al. 2019): mAP after replacing each anchor by its worst frame.
 
     For every anchor, the per-image AP (:func:`per_image_ap`, mean over the categories
-    present in that frame, VID IoU thresholds by default) of the anchor and of each
+    present in that frame, at a fixed IoU of 0.5 by default as in the papers) of the anchor and of each
     neighbour is computed; the frame with the lowest AP replaces the anchor (ties keep the
     anchor, then the first listed neighbour). The pm-k mAP is the dataset mAP over those
     frames; the anchor mAP the same over the anchors.
@@ -464,8 +498,12 @@ def detection_pmk(ground_truth: Mapping[str, Any], detections: Mapping[str, Any]
     ground_truth : ``{frame key: ground truth}`` for every anchor and neighbour.
     detections : ``{frame key: detections}``; a frame missing here counts as no detections.
     pmsets : ``{anchor key: [neighbour keys]}`` (ImageNet-Vid-Robust ``pmsets.json``).
+    iou_threshold : 0.5 (default: the papers' "mAP at a fixed IoU threshold"), another number
+        in (0, 1], or ``"vid"`` for ImageNet-VID's own per-object thresholds
+        ``min(0.5, w*h / ((w+10)(h+10)))``, matched by the VID devkit's rule.
     class_agnostic : True gives localization pm-k (all labels merged).
     """
+    iou_threshold = check_iou_threshold(iou_threshold)
     if not pmsets:
         raise InputError("pmsets is empty; give {anchor: [neighbours]} with at least one anchor.")
     empty = {"boxes": np.zeros((0, 4)), "scores": np.zeros(0), "labels": np.zeros(0, np.int64)}

@@ -461,7 +461,8 @@ def pmk_accuracies(
     ----------
     ks : iterable of int or None
         The k values (default 0..10, the papers' curve); None keeps every neighbour.
-    Other arguments as in :func:`pmk_accuracy`.
+    predictions, pmsets, labels, label_mode, offsets
+        As in :func:`pmk_accuracy`.
 
     Returns
     -------
@@ -536,13 +537,33 @@ def static_frames(
     offsets: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, str]:
     """The model-independent ("static") worst-case set: per anchor, the neighbour that most of
-    the given models misclassify (ties: the nearest, then list order; an anchor without
-    neighbours keeps itself). Shankar et al. 2021, model-independent evaluation.
+    the given models misclassify. Shankar et al. 2021, model-independent evaluation.
+
+    Exactly which frame is scored for an anchor:
+
+    1. The candidates are the anchor's neighbours (its ``pmsets`` list) with ``|offset| <= k``
+       (every neighbour when ``k`` is None). The anchor itself is not a candidate.
+    2. Each candidate's count is the number of models in ``predictions_by_model`` whose top-1
+       prediction for it is wrong, judged against the frame's own labels
+       (``label_mode="frame"``, ImageNet-Vid-Robust) or the anchor's (``"anchor"``, YTBB-Robust).
+    3. The candidate with the highest count is chosen; ties go to the smallest ``|offset|``,
+       then to the earliest position in the anchor's ``pmsets`` list (with ``k`` None and keys
+       whose offsets cannot be parsed, list order alone).
+    4. An anchor with no candidate (no neighbour, or none within ``k``) keeps itself.
+
+    So a count of 0 still picks a neighbour (the nearest), and an anchor that every model gets
+    wrong is not scored when it has a neighbour: the set holds one frame per anchor, the
+    hardest neighbour for the given models, and a model's static accuracy
+    (:func:`static_accuracy`) is its top-1 accuracy on those frames.
 
     Parameters
     ----------
     predictions_by_model : Mapping[str, Mapping[str, int]]
         ``{model name: predictions}``, each as in :func:`pmk_accuracy`.
+    pmsets, labels, label_mode, offsets : as in :func:`pmk_accuracy`.
+    k : int, optional
+        Only neighbours with ``|offset| <= k`` are candidates (needs offsets, parsed from the
+        frame keys when not given).
 
     Returns
     -------

@@ -56,6 +56,7 @@ from ._checks import (
     as_int_array,
     check_nonempty_mapping,
     check_positive_int,
+    check_fraction,
     check_scalar,
     require_keys,
 )
@@ -443,11 +444,15 @@ def _rates(
     values: Mapping[str, Any], baseline: BaselineLike, which: str, subset, label: str
 ) -> dict[str, float]:
     check_nonempty_mapping(values, label)
-    vals = {str(k): check_scalar(v, f"{label}[{k!r}]") for k, v in values.items()}
+    check = check_fraction if which == "flip_probability" else check_scalar  # FP is a probability
+    vals = {str(k): check(v, f"{label}[{k!r}]") for k, v in values.items()}
     for k, v in vals.items():
         if v < 0:
             raise InputError(f"{label}[{k!r}] is negative ({v}); it must be >= 0.")
     name, base = _baseline_values(baseline, which)
+    if which == "flip_probability" and isinstance(baseline, Mapping):
+        for k, v in base.items():
+            check_fraction(v, f"baseline[{k!r}]")
     names = perturbation_subset(subset) if subset is not None else tuple(vals)
     require_keys(vals, names, label, what="perturbation")
     require_keys(base, names, f"baseline {name!r}", what="perturbation")

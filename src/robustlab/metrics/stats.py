@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _st
 
 from ..errors import InputError
 from ..seeding import RngLike, as_generator
@@ -30,6 +29,14 @@ from ._checks import (
     check_positive_int,
     to_builtin,
 )
+
+
+def scipy_stats():
+    """:mod:`scipy.stats`, imported on first use (it costs about half a second, and most callers of
+    this module never need it)."""
+    from scipy import stats
+
+    return stats
 
 __all__ = [
     "percent",
@@ -82,8 +89,8 @@ def clopper_pearson(successes: Any, trials: Any, *, alpha: float = 0.05) -> tupl
             f"successes must be <= trials, got k={int(k[k > n][0])} > n={int(n[k > n][0])}."
         )
     with np.errstate(invalid="ignore"):
-        lo = np.where(k == 0, 0.0, _st.beta.ppf(a / 2, np.maximum(k, 1), n - k + 1))
-        hi = np.where(k == n, 1.0, _st.beta.ppf(1 - a / 2, k + 1, np.maximum(n - k, 1)))
+        lo = np.where(k == 0, 0.0, scipy_stats().beta.ppf(a / 2, np.maximum(k, 1), n - k + 1))
+        hi = np.where(k == n, 1.0, scipy_stats().beta.ppf(1 - a / 2, k + 1, np.maximum(n - k, 1)))
     if lo.ndim == 0:
         return float(lo), float(hi)
     return lo, hi
@@ -130,7 +137,7 @@ def welch_t_test(a: Any, b: Any, *, alpha: float = 0.05) -> WelchResult:
         raise InputError("both samples are constant; the t statistic is undefined.")
     t = (x.mean() - y.mean()) / np.sqrt(vx + vy)
     df = (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1))
-    p = 2 * _st.t.sf(abs(t), df)
+    p = 2 * scipy_stats().t.sf(abs(t), df)
     return WelchResult(
         float(t), float(df), float(p), float(x.mean()), float(y.mean()), lvl, bool(p < lvl)
     )
@@ -233,13 +240,13 @@ def _forward(v: np.ndarray, transform: str) -> np.ndarray:
         raise InputError(
             f"a {transform} axis needs accuracies strictly inside (0, 1), got values in [{v.min()}, {v.max()}]."
         )
-    return _st.norm.ppf(v) if transform == "probit" else np.log(v / (1 - v))
+    return scipy_stats().norm.ppf(v) if transform == "probit" else np.log(v / (1 - v))
 
 
 def _backward(v: np.ndarray, transform: str) -> np.ndarray:
     if transform == "linear":
         return v
-    return _st.norm.cdf(v) if transform == "probit" else 1 / (1 + np.exp(-v))
+    return scipy_stats().norm.cdf(v) if transform == "probit" else 1 / (1 + np.exp(-v))
 
 
 @dataclass(frozen=True)
@@ -270,7 +277,7 @@ class LinearFit:
         yhat +- t_{n-2} s sqrt(1/n + (x - xbar)^2 / Sxx)."""
         tx = _forward(as_float_array(x, "x"), self.transform)
         yhat = self.intercept + self.slope * tx
-        tcrit = _st.t.ppf(1 - self.alpha / 2, self.n - 2)
+        tcrit = scipy_stats().t.ppf(1 - self.alpha / 2, self.n - 2)
         half = (
             tcrit * self.residual_std * np.sqrt(1.0 / self.n + (tx - self.x_mean) ** 2 / self.sxx)
         )

@@ -32,8 +32,8 @@ import numpy as np
 from ..errors import InputError
 from .corruption import corruption_subset
 
-__all__ = ["CorruptionPerformance", "RmseRpcAnalysis", "image_rmse", "performance_under_corruption",
-           "rmse_vs_rpc"]
+__all__ = ["CorruptionPerformance", "RmseRpcAnalysis", "check_performance", "image_rmse",
+           "performance_under_corruption", "rmse_vs_rpc", "rpc_undefined_reason"]
 
 RpcConvention = Literal["ratio-of-means", "mean-of-ratios"]
 SEVERITIES = (1, 2, 3, 4, 5)
@@ -84,11 +84,44 @@ def _cell_array(results: Mapping[str, Any], corruption: str, severity: int, metr
     except KeyError:
         raise InputError(f"results have no {metric!r} for corruption {corruption!r} severity "
                          f"{severity}; the file covers {sorted(results)}.") from None
-    arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError):
+        arr = np.zeros((0, 0))
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
         raise InputError(f"{metric!r} of {corruption!r} severity {severity} must be a finite "
                          f"number or per-class vector, got {value!r}.")
+    check_performance(arr, f"{metric!r} of {corruption!r} severity {severity}")
     return arr
+
+
+def rpc_undefined_reason(p: float, rpc: float) -> str | None:
+    """Why rPC is NaN (one sentence), or None when it is a number.
+
+    rPC = mPC / P has no value when the clean performance P is 0: the detector found nothing
+    right on clean images, which usually means its labels do not match the dataset's categories.
+    """
+    if not (isinstance(rpc, float) and np.isnan(rpc)):
+        return None
+    if p == 0:
+        return ("rPC is undefined (nan) because the clean performance P is 0: the detector found nothing right "
+                "on clean images; check that its labels match the dataset's categories (label_map, label_offset).")
+    return "rPC is undefined (nan): a per-class clean performance is 0 under the mean-of-ratios convention."
+
+
+def check_performance(values: np.ndarray, name: str) -> None:
+    """Raise InputError unless every value is a fraction in [0, 1] (AP, AR: 0.363, not 36.3).
+
+    COCO's ``-1`` (a metric without ground truth, e.g. APs on an image set with no small
+    objects) is named as such: it cannot be averaged into mPC.
+    """
+    if np.all((values >= 0) & (values <= 1)):
+        return
+    if np.any(values == -1):
+        raise InputError(f"{name} is -1, COCO's marker of a metric with no ground truth: it cannot be averaged "
+                         "into mPC. Leave this metric out (metrics=[...]).")
+    hint = " They look like percentages: divide by 100." if np.all((values >= 0) & (values <= 100)) else ""
+    raise InputError(f"{name} must be fractions in [0, 1]; got values in [{values.min():g}, {values.max():g}].{hint}")
 
 
 def _clean_array(results: Mapping[str, Any], metric: str, corruptions: Sequence[str],
@@ -97,6 +130,7 @@ def _clean_array(results: Mapping[str, Any], metric: str, corruptions: Sequence[
         arr = np.atleast_1d(np.asarray(clean, np.float64))
         if not np.all(np.isfinite(arr)) or arr.size == 0:
             raise InputError(f"clean performance {clean!r} must be finite.")
+        check_performance(arr, "clean")
         return arr
     found = [_cell_array(results, c, 0, metric) for c in results
              if isinstance(results[c], Mapping) and 0 in results[c] and metric in results[c][0]]

@@ -18,15 +18,15 @@ Sources: ``torchvision:<name>[:<weights>|:none]``, ``timm:<name>[:none]``, ``onn
 ``python:<module or file.py>:<callable>``, or any ``nn.Module``/callable.
 """
 
-from .preprocessing import IMAGENET_MEAN, IMAGENET_STD, INTERPOLATIONS, Preprocessing
-from .projection import MERGES, groups_from_map, project, project_logits
-from .protocol import Classifier, Detector, check_detections, check_logits, select_device
-from .sources import MODEL_SOURCES, load_model, wrap_model
-from . import detection  # noqa: E402,F401  (registers the results: source)
-from .weights import fetch_checkpoint
+from ..lazy import lazy_exports
 
-__all__ = [
-    "IMAGENET_MEAN", "IMAGENET_STD", "INTERPOLATIONS", "MERGES", "MODEL_SOURCES", "Classifier", "Detector",
-    "Preprocessing", "check_detections", "check_logits", "fetch_checkpoint", "groups_from_map", "load_model",
-    "project", "project_logits", "select_device", "wrap_model",
-]
+_EXPORTS = {
+    **dict.fromkeys(("IMAGENET_MEAN", "IMAGENET_STD", "INTERPOLATIONS", "Preprocessing"), ".preprocessing"),
+    **dict.fromkeys(("MERGES", "groups_from_map", "project", "project_logits"), ".projection"),
+    **dict.fromkeys(("Classifier", "Detector", "check_detections", "check_logits", "select_device"), ".protocol"),
+    **dict.fromkeys(("MODEL_SOURCES", "load_model", "wrap_model"), ".sources"),
+    "fetch_checkpoint": ".weights",
+}
+__all__ = sorted(_EXPORTS)
+# Names load on first use: describing a model (its preprocessing) never imports torch.
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -17,12 +17,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
-import torch.nn.functional as F
 from PIL import Image
 
 from ..errors import InputError
+
+if TYPE_CHECKING:  # torch only where tensors are processed: describing preprocessing needs none
+    import torch
 
 #: Interpolation names accepted by :class:`Preprocessing`.
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
@@ -162,6 +165,8 @@ class Preprocessing:
             if (nh, nw) != (h, w):
                 mode = self.interpolation
                 kwargs = {} if mode == "nearest" else {"align_corners": False, "antialias": True}
+                import torch.nn.functional as F
+
                 x = F.interpolate(x, size=(nh, nw), mode=mode, **kwargs)
                 if mode == "bicubic":
                     x = x.clamp(0.0, 1.0)  # bicubic overshoots; PIL clips to the pixel range
@@ -172,6 +177,8 @@ class Preprocessing:
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         if self.mean is None:
             return x
+        import torch
+
         mean = torch.as_tensor(self.mean, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
         std = torch.as_tensor(self.std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
         return (x - mean) / std

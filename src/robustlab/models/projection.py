@@ -55,7 +55,10 @@ def project_logits(logits: torch.Tensor | np.ndarray, groups: Sequence[Sequence[
     merge : ``max`` (default), ``sum``, ``mean`` or ``median`` (torch's lower median for even
         group sizes)
 
-    Returns the same type as ``logits`` (differentiable for tensors); empty groups give -inf.
+    Returns
+    -------
+    tensor or ndarray, shape (N, len(groups))
+        The same type as ``logits`` (differentiable for tensors); empty groups give -inf.
     """
     if merge not in MERGES:
         raise InputError(f"unknown merge {merge!r}; use one of {MERGES}.")

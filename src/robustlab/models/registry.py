@@ -23,9 +23,11 @@ from .protocol import Classifier, Detector
 Model = Classifier | Detector
 Loader = Callable[[str, dict[str, Any]], Model]
 
-#: Model sources by prefix. ``demo:`` is registered by :mod:`robustlab.demo.models` (loaded on
-#: first use); other packages add theirs under the entry-point group ``robustlab.model_sources``.
-MODEL_SOURCES: Registry[Loader] = Registry("model source", plugins=("robustlab.models.sources", "robustlab.demo.models"),
+#: Model sources by prefix. ``demo:`` is registered by :mod:`robustlab.demo.models` and
+#: ``finetuned:`` by :mod:`robustlab.train.finetuned` (loaded on first use); other packages add
+#: theirs under the entry-point group ``robustlab.model_sources``.
+MODEL_SOURCES: Registry[Loader] = Registry("model source", plugins=("robustlab.models.sources", "robustlab.demo.models",
+                                                                    "robustlab.train.finetuned"),
                                            entry_points="robustlab.model_sources")
 
 #: Spellings of "no pretrained weights" in a spec's last part.

@@ -20,19 +20,21 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import DataError, InputError, ModelError, unknown_name
+from ..errors import DataError, InputError, ModelError, RobustlabError, unknown_name
 from .detection import load_torchvision_detector
 from .preprocessing import Preprocessing
 from .protocol import Classifier, Detector, select_device
 from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, Model, object_name
 from .weights import fetch_checkpoint, guard_download
+from .wrappers import wrap_classifier
 
 __all__ = ["MODEL_SOURCES", "NO_WEIGHTS", "CallableNet", "load_model", "object_name", "wrap_model"]
 
 
 def load_model(model: object, *, preprocessing: Preprocessing | dict | None = None,
                num_classes: int | None = None, device: str | torch.device | None = None,
-               name: str | None = None, pretrained: bool | None = None) -> Model:
+               name: str | None = None, pretrained: bool | None = None,
+               wrap: str | list[str] | None = None) -> Model:
     """Turn ``model`` into a model of the Model protocol, in eval mode, on ``device``.
 
     Parameters
@@ -54,6 +56,9 @@ def load_model(model: object, *, preprocessing: Preprocessing | dict | None = No
         Name stored with results (default: the spec, or ``python:<module>.<qualname>@<hash>``).
     pretrained : bool, optional
         Overrides the spec's choice of pretrained weights (torchvision and timm).
+    wrap : str or list of str, optional
+        Preprocessing wrappers around a classifier, e.g. ``"clahe,ten-crop"`` (see
+        :mod:`robustlab.models.wrappers`); the wrapped model's name says which.
     """
     options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing),
                "num_classes": num_classes, "pretrained": pretrained}
@@ -63,12 +68,21 @@ def load_model(model: object, *, preprocessing: Preprocessing | dict | None = No
             raise InputError(f"model spec {model!r} must look like SOURCE:NAME, e.g. torchvision:resnet50, "
                              f"timm:resnet18, onnx:model.onnx, python:module:callable. "
                              f"Sources: {', '.join(MODEL_SOURCES.names())}.")
-        loaded = MODEL_SOURCES.get(source)(rest, options)
+        loader = MODEL_SOURCES.get(source)
+        try:
+            loaded = loader(rest, options)
+        except RobustlabError:
+            raise
+        except Exception as exc:  # the model's own code (or its library) failed while building it
+            raise ModelError(f"building the model {model!r} failed: {type(exc).__name__}: {exc}. "
+                             "Run with --debug for the traceback.") from exc
         loaded.source.setdefault("spec", model)
     else:
         loaded = wrap_model(model, **options)
     if name:
         loaded.name = name
+    if wrap:
+        loaded = wrap_classifier(loaded, wrap)
     dev = select_device(device)
     return loaded.to(dev).eval()
 
@@ -254,15 +268,30 @@ def load_python(rest: str, options: dict[str, Any]) -> Model:
     """``python:<module>:<callable>`` or ``python:<file.py>:<callable>``: the callable is called
     with no arguments and returns a Classifier/Detector, an nn.Module or a callable."""
     module_name, sep, attr = rest.rpartition(":")
+    usage = ("give python:<module>:<callable> or python:<file.py>:<callable>, e.g. python:mypkg.models:make_model "
+             "or python:./model.py:make_model (the callable takes no arguments and returns the model)")
     if not sep or not module_name or not attr:
-        raise InputError(f"python model spec needs a module and a callable: python:<module>:<callable>; got {rest!r}.")
+        raise InputError(f"python model spec 'python:{rest}' needs a module and a callable: {usage}.")
+    if ":" in module_name and not Path(module_name).is_file():
+        raise InputError(f"python model spec 'python:{rest}' has more than one ':' after 'python:': {usage}.")
+    if not module_name.endswith(".py") and ("/" in module_name or "\\" in module_name):
+        raise InputError(f"python model spec 'python:{rest}': {module_name!r} looks like a path but is not a "
+                         f".py file: {usage}.")
+    if not attr.isidentifier():
+        raise InputError(f"python model spec 'python:{rest}': {attr!r} is not a Python name: {usage}.")
     module = _import_module(module_name)
     try:
         factory = getattr(module, attr)
     except AttributeError:
         raise unknown_name(f"callable in {module_name}", attr,
                            [n for n in dir(module) if not n.startswith("_")]) from None
+    if not callable(factory):
+        raise InputError(f"python:{rest}: {attr} in {module_name} is not callable (its type is {type(factory).__name__}); "
+                         f"{usage}.")
     built = factory()
+    if built is None:
+        raise ModelError(f"python:{rest}: {attr}() returned None; it must return the model (an nn.Module, a "
+                         "callable, or a robustlab Classifier/Detector).")
     model = wrap_model(built, name=f"python:{module_name}:{attr}", **options)
     model.source.update({"source": "python", "factory": f"{module_name}:{attr}"})
     return model
@@ -279,10 +308,20 @@ def _import_module(module_name: str):
         spec = importlib.util.spec_from_file_location(mod_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:
+            del sys.modules[mod_name]
+            if not isinstance(exc, Exception):
+                raise
+            raise ModelError(f"running the model file {path} failed: {type(exc).__name__}: {exc}. "
+                             "Run with --debug for the traceback.") from exc
         return module
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise InputError(f"cannot import module {module_name!r} for the model: {exc}. Make it importable "
                          "(pip install it or add its folder to PYTHONPATH) or give a .py file path.") from exc
+    except Exception as exc:  # the module's own code failed on import
+        raise ModelError(f"importing the model module {module_name!r} failed: {type(exc).__name__}: {exc}. "
+                         "Run with --debug for the traceback.") from exc

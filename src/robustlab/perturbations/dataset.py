@@ -12,28 +12,39 @@ released (``gaussian_noise_2``). The behaviour is that of ``robustlab corrupt``:
 - **identical output whatever the worker count and order**: each sequence draws from its own
   generator seeded with ``derive_seed(seed, relative path, perturbation, difficulty)``;
 - **resumable**: finished sequences are skipped; each is written under a temporary name and
-  renamed when complete (temporaries a killed run left are removed by the next one);
-- **bad sources are not fatal**: unreadable or too small images are listed at the end and in
-  the summary file.
+  renamed when complete (temporaries a killed run left are removed by the next one); a source
+  changed since the last run has its sequences made again, removed ones are reported;
+- **bad sources are not fatal**: unreadable or too small images, and images over the pixel
+  limit (``max_pixels``), are listed at the end and in the summary file;
+- **one run per destination**: a run holds a lock on DST (a second one stops, naming the
+  holder); DST may lie inside SRC and is never read back as input;
+- **mp4 is bit-identical** for the same settings and the same encoder build: libx264 runs
+  single-threaded with fixed options, and the summary file records the libx264 and libav*
+  versions (``encoder``). Another build of libx264 may encode differently; npy and png are
+  lossless and identical everywhere.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import BuildSummary, check_resume, running, write_summary
-from ..data.folders import ImageDataset, discover_dataset
-from ..data.images import check_image, read_image
+from ..data.builds import (BuildSummary, check_resume, output_lock, record_sources, running, source_changes,
+                           source_stamps, write_summary)
+from ..data.folders import ImageDataset, check_output_location, discover_dataset
+from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import default_workers, run_jobs
 from ..errors import DataError, InputError, RobustlabError, unknown_name
 from ..fsutil import ensure_dir
 from ..seeding import derive_seed
 from .api import MIN_SIZE, generate
-from .io import MP4_PRESET, check_format, perturbation_folder, remove_stale_temporaries, sequence_name, sequence_path, write_sequence
+from .io import (MP4_PRESET, check_format, encoder_versions, perturbation_folder, remove_stale_temporaries,
+                 sequence_name, sequence_path, write_sequence)
 from .registry import SETTINGS, get_perturbation, list_perturbations
 
 SUMMARY_NAME = "robustlab-perturb.json"
@@ -112,6 +123,8 @@ class Task:
     relative: str
     perturbations: tuple[str, ...]
     settings: PerturbSettings
+    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
+    max_pixels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +147,8 @@ def run_task(task: Task) -> TaskResult:
     """Read one source image, generate each pending perturbation, write the sequences atomically."""
     s = task.settings
     try:
-        image = check_image(read_image(task.source), name=f"image {task.source}", min_size=MIN_SIZE)
+        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                            min_size=MIN_SIZE)
         if s.setting == "cifar" and image.shape[0] != image.shape[1]:
             raise InputError(f"image {task.source} is {image.shape[1]}x{image.shape[0]}; the cifar setting needs "
                              "square images (CIFAR-10 is 32x32).")
@@ -165,7 +179,8 @@ def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
         seen[out] = rel
 
 
-def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings) -> Iterator[Task | int]:
+def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings, *,
+               max_pixels: int | None = None) -> Iterator[Task | int]:
     """Tasks for the sequences not yet in ``dst``; the count of finished ones is yielded as an int."""
     for rel in dataset.images:
         todo = tuple(p for p in settings.perturbations
@@ -173,7 +188,7 @@ def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings) -> I
         if len(todo) < len(settings.perturbations):
             yield len(settings.perturbations) - len(todo)
         if todo:
-            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings)
+            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings, max_pixels)
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -184,6 +199,33 @@ class PerturbSummary(BuildSummary):
 
     tool = "robustlab perturb"
 
+    def to_json(self) -> dict:
+        """The summary file's content; for mp4 output also the encoder's versions (``encoder``)."""
+        data = super().to_json()
+        if self.settings.format == "mp4":
+            data["encoder"] = encoder_versions()
+        return data
+
+
+def remove_sequences_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
+    """Delete the sequences of the sources ``relatives`` in every perturbation folder of ``dst``
+    (their source changed: the sequences are stale). Returns how many were removed."""
+    relatives = list(relatives)
+    if not relatives:
+        return 0
+    removed = 0
+    for folder in (e for e in os.scandir(dst) if e.is_dir() and not e.name.startswith(".")):
+        for rel in relatives:
+            target = sequence_path(dst, folder.name, rel, fmt)
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.is_file():
+                target.unlink()
+            else:
+                continue
+            removed += 1
+    return removed
+
 
 def _check_resume(dst: Path, settings: PerturbSettings) -> None:
     check_resume(dst, SUMMARY_NAME, settings, RESUME_KEYS, what="sequences")
@@ -193,9 +235,21 @@ def _write_summary(dst: Path, summary: PerturbSummary) -> Path:
     return write_summary(dst, SUMMARY_NAME, summary)
 
 
+def recorded_setting(root: str | os.PathLike) -> str | None:
+    """The ``setting`` (``imagenet`` or ``cifar``) ``robustlab perturb`` recorded in ``root``'s
+    summary file, or None when ``root`` has no readable one (e.g. released ImageNet-P)."""
+    path = Path(root, SUMMARY_NAME)
+    try:
+        setting = json.loads(path.read_text(encoding="utf-8"))["settings"]["setting"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return setting if setting in SETTINGS else None
+
+
 def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,
                     workers: int | None = None, progress: ProgressCallback | None = None,
-                    on_start: Callable[[PerturbSummary], None] | None = None) -> PerturbSummary:
+                    on_start: Callable[[PerturbSummary], None] | None = None,
+                    max_pixels: int | None = None) -> PerturbSummary:
     """Write the perturbation sequences of every image under ``src`` into ``dst`` (module docstring).
 
     Parameters
@@ -213,6 +267,9 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
         Called with the number of sequences done (written, skipped or failed) since the last call.
     on_start : callable, optional
         Called once, after validation and before the work, with the summary (totals known).
+    max_pixels : int, optional
+        Largest source image read, in pixels; larger ones are skipped as failed sources with
+        the reason. Default :data:`robustlab.data.images.DEFAULT_MAX_PIXELS`.
 
     Returns
     -------
@@ -222,13 +279,27 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
-    dataset = discover_dataset(src, autodetect_coco=False)
+    max_pixels = check_max_pixels(max_pixels)
+    check_output_location(src, dst)
+    dataset = discover_dataset(src, autodetect_coco=False, exclude=[dst])
     check_output_names(dataset.images, settings.format)
     dst = ensure_dir(dst)
+    with output_lock(dst, PerturbSummary.tool):
+        return _perturb_locked(dataset, dst, settings, workers, progress, on_start, max_pixels)
+
+
+def _perturb_locked(dataset: ImageDataset, dst: Path, settings: PerturbSettings, workers: int,
+                    progress: ProgressCallback | None, on_start: Callable[[PerturbSummary], None] | None,
+                    max_pixels: int | None) -> PerturbSummary:
     _check_resume(dst, settings)
+    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
+    changed, removed = source_changes(dst, stamps)
+    remove_sequences_of(dst, changed, settings.format)
+    record_sources(dst, stamps)
     n = len(dataset.images)
     summary = PerturbSummary(str(dataset.root), str(dst), dataset.layout, settings, n,
                              n * len(settings.perturbations), workers=workers)
+    summary.sources_changed, summary.sources_removed = changed, removed
     started = time.perf_counter()
     _write_summary(dst, summary)
     for p in settings.perturbations:
@@ -238,7 +309,7 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
         on_start(summary)
 
     tasks: list[Task] = []
-    for item in iter_tasks(dataset, dst, settings):
+    for item in iter_tasks(dataset, dst, settings, max_pixels=max_pixels):
         if isinstance(item, int):
             summary.skipped += item
         else:
@@ -260,11 +331,12 @@ def format_summary(summary: PerturbSummary, *, max_failures: int = 20) -> str:
         f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
         f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
     ]
-    return "\n".join(lines + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
 
 
 def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,
-                                  workers: int | None = None, console=None) -> PerturbSummary:
+                                  workers: int | None = None, console=None,
+                                  max_pixels: int | None = None) -> PerturbSummary:
     """:func:`perturb_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
@@ -281,6 +353,6 @@ def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike
 
     try:
         return perturb_dataset(src, dst, settings, workers=workers, progress=lambda k: bar.advance(task_id, k),
-                               on_start=on_start)
+                               on_start=on_start, max_pixels=max_pixels)
     finally:
         bar.stop()

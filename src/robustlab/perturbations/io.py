@@ -20,6 +20,13 @@ encoder exactly. Pixel format: ffmpeg encodes RGB PNG input with libx264 as ``yu
 (no chroma subsampling), so robustlab does too; ``pix_fmt="yuv420p"`` gives the more widely
 playable variant (even frame sizes only).
 
+Determinism: libx264's output depends on its thread count, which by default follows the
+number of CPUs the process may use (so the same command gave different files on a 2-core and
+a 16-core machine, or under ``taskset``). robustlab encodes single-threaded (``threads=1``,
+no sliced or lookahead threads) with fixed options, so an mp4 is bit-identical for the same
+frames, settings and encoder build; :func:`encoder_versions` names that build (the perturb
+summary file records it). Throughput comes from encoding many sequences in parallel.
+
 The dataset layout is ``<root>/<perturbation>/<class>/<name>.<ext>`` (``<class>`` is absent
 for a flat source folder); CIFAR-10-P keeps one ``<perturbation>.npy`` array of shape
 (N, T, 32, 32, 3) per perturbation. Every writer is atomic (temporary name, then rename), and
@@ -29,7 +36,10 @@ read, has the wrong number of frames, or is shorter than a metric's stride.
 
 from __future__ import annotations
 
+import functools
+import io
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -39,6 +49,7 @@ import numpy as np
 from ..data.images import encode_image, read_image
 from ..errors import DataError, InputError
 from ..fsutil import TMP_SUFFIX, atomic_path, ensure_dir
+from ..safeload import load_npy
 
 #: On-disk forms of one sequence.
 FORMATS = ("mp4", "png", "npy")
@@ -120,12 +131,34 @@ def encode_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = Fal
     with av.open(str(path), mode="w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = w, h, pix_fmt
+        stream.codec_context.thread_count = 1  # x264's output depends on its thread count: see module docstring
         stream.options = {"crf": str(int(crf)), "preset": preset, **({"tune": "grain"} if noise else {})}
         for frame in frames:
             for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")):
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
+
+
+@functools.lru_cache(maxsize=1)
+def encoder_versions() -> dict[str, str]:
+    """The versions that decide the bytes of an mp4: libx264's core (read from the SEI message
+    of a one-frame encode) and PyAV's libav* libraries, e.g. ``{"libx264": "core 165", ...}``."""
+    import av
+
+    buffer = io.BytesIO()
+    with av.open(buffer, mode="w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=MP4_FPS)
+        stream.width = stream.height = 16
+        stream.pix_fmt = MP4_PIX_FMT
+        stream.codec_context.thread_count = 1
+        frame = av.VideoFrame.from_ndarray(np.zeros((16, 16, 3), np.uint8), format="rgb24")
+        data = b"".join(bytes(p) for p in [*stream.encode(frame), *stream.encode()])
+    match = re.search(rb"x264 - (core [0-9]+(?: r[0-9]+ [0-9a-f]+)?)", data)
+    versions = {"libx264": match.group(1).decode() if match else "unknown", "pyav": str(av.__version__)}
+    versions.update({name: ".".join(map(str, v)) for name, v in sorted(av.library_versions.items())
+                     if name in ("libavcodec", "libavformat", "libavutil", "libswscale")})
+    return versions
 
 
 def write_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = False, crf: int | None = None,
@@ -269,10 +302,7 @@ def decode_video(path: str | os.PathLike) -> np.ndarray:
 
 
 def _read_npy_sequence(p: Path) -> np.ndarray:
-    try:
-        arr = np.load(p, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read {p}: {exc}. It must be a .npy array of uint8 frames (T, H, W, 3).") from exc
+    arr = load_npy(p, what="sequence file")
     if arr.dtype != np.uint8 or arr.ndim != 4 or arr.shape[-1] != 3:
         raise DataError(f"{p} must hold uint8 frames (T, H, W, 3); got {arr.dtype} {arr.shape}.")
     return arr
@@ -294,8 +324,10 @@ def check_frame_count(n: int, path: str | os.PathLike, *, expected: int | None =
     """Raise DataError naming ``path`` when a sequence of ``n`` frames has not ``expected`` frames or
     too few for ``stride``."""
     if expected is not None and n != expected:
-        raise DataError(f"{path} has {n} frames, expected {expected}; the file is truncated or belongs to another "
-                        "perturbation. Re-download or regenerate it.")
+        raise DataError(f"{path} has {n} frames, expected {expected}; the file is truncated, belongs to another "
+                        "perturbation, or was made in the other setting (ImageNet-P and CIFAR-10-P sequences have "
+                        "different lengths: pass -o setting=cifar or -o setting=imagenet, or -o frames=any). "
+                        "Otherwise re-download or regenerate it.")
     if stride is not None and n <= stride:
         raise DataError(f"{path} has {n} frame(s), too few for stride {stride} (needs at least {stride + 1}); "
                         "use a smaller stride or regenerate the sequence.")
@@ -354,10 +386,7 @@ def read_cifar_p(path: str | os.PathLike, *, expected_frames: int | None = None,
     p = Path(path)
     if not p.is_file():
         raise DataError(f"CIFAR-10-P file {p} does not exist; check the path.")
-    try:
-        arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read CIFAR-10-P file {p}: {exc}. It must be a .npy array.") from exc
+    arr = load_npy(p, what="CIFAR-10-P file", mmap_mode="r" if mmap else None)
     if arr.dtype != np.uint8 or arr.ndim != 5 or arr.shape[-1] != 3:
         raise DataError(f"{p} must be uint8 (sequences, frames, H, W, 3) as CIFAR-10-P; got {arr.dtype} {arr.shape}.")
     check_frame_count(arr.shape[1], p, expected=expected_frames, stride=stride)

@@ -181,8 +181,6 @@ def figure_svg(fig) -> str:
     return text[text.index("<svg"):]  # drop the XML prolog for inline use
 
 
-_svg = figure_svg  # the name the section modules of other families call
-
 
 def png_data_uri(fig) -> str:
     buf = io.BytesIO()

@@ -24,6 +24,8 @@ SUMMARY_COLUMNS = ["model", "benchmark", "dataset", "headline", "run"]
 
 def headline(result) -> str:
     """The numbers a reader looks for first, per benchmark family."""
+    from ..benchmarks.corruption import published_baseline_label
+    from .section_base import labelled
     from .sections import HEADLINES, family_of
 
     t, s = metric_table(result), result.summary or {}
@@ -32,9 +34,10 @@ def headline(result) -> str:
     if fam == "corruption":
         if s.get("clean_error") is not None:
             parts.append("clean acc " + Estimate.from_fraction(1 - s["clean_error"], t.get(("n_samples", "clean"))).percent())
+        own = published_baseline_label(result.benchmark, result.config)
         for key, name in (("mce", "mCE"), ("relative_mce", "rel. mCE"), ("mce_subset", "mCE (subset)")):
             if s.get(key) is not None:
-                parts.append(f"{name} {100 * s[key]:.1f}")
+                parts.append(labelled(f"{name} {100 * s[key]:.1f}", own))
     elif fam in HEADLINES:  # video (pm-0, pm-k), perturbation (mFR, mT5D), detection (P, mPC, rPC)
         parts = HEADLINES[fam](result)
     elif fam == "adversarial":
@@ -110,9 +113,9 @@ def _describe_location(location) -> str:
         return ""
     if getattr(location, "sqlite_path", None) is not None:
         return str(location.sqlite_path.parent)
-    import re
+    from ..store.location import hide_password
 
-    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", str(getattr(location, "url", location)))
+    return hide_password(str(getattr(location, "url", location)))
 
 
 def write_report(store, out: str | os.PathLike, *, fmt: str | None = None, runs: Iterable[str] | None = None,
@@ -127,10 +130,10 @@ def write_report(store, out: str | os.PathLike, *, fmt: str | None = None, runs:
     if fmt not in FORMATS:
         raise InputError(f"unknown report format {fmt!r}: use one of {', '.join(FORMATS)}.")
     results = collect_results(store, runs, benchmarks)
-    if not results:
-        raise InputError(f"no complete runs to report in {getattr(store, 'location', store)}: evaluate a model first "
-                         "(robustlab evaluate ...) or check --store.")
     where = _describe_location(getattr(store, "location", None))
+    if not results:
+        raise InputError(f"no complete runs to report in the store {where}: evaluate a model first "
+                         "(robustlab evaluate ...) or check --store.")
     context = ReportContext(store=store)
     text = {"html": lambda: render_html(results, title=title, store=where, context=context),
             "markdown": lambda: render_markdown(results, title=title, context=context),

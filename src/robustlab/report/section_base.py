@@ -65,6 +65,21 @@ def register_headline(family: str) -> Callable:
     return deco
 
 
+#: Sections across families (e.g. an intervention beside its plain model): ``builder(results,
+#: context) -> Section or None`` (None: nothing to show), appended after the family sections.
+COMPARISONS: dict[str, Callable[[Sequence, ReportContext], Section | None]] = {}
+
+
+def register_comparison(key: str) -> Callable:
+    """Decorator: a section builder over all of a report's results (see :data:`COMPARISONS`)."""
+
+    def deco(fn):
+        COMPARISONS[key] = fn
+        return fn
+
+    return deco
+
+
 def family_of(benchmark: str) -> str:
     return FAMILIES.get(benchmark, "generic")
 
@@ -116,6 +131,11 @@ def first_value(summary: dict, *keys: str):
 def pct(v: float | None, digits: int = 1) -> str:
     """A fraction as percent text (``–`` for None/NaN)."""
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.{digits}f}"
+
+
+def labelled(text: str, label: str | None) -> str:
+    """``text [label]`` (e.g. a ratio marked "vs published AlexNet (ImageNet), not comparable"), or ``text``."""
+    return f"{text} [{label}]" if label else text
 
 
 def short_path(path: str, width: int = 36) -> str:

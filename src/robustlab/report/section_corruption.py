@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..benchmarks.corruption import NOT_COMPARABLE_LABEL, published_baseline_label
 from . import figures as F
 from .collect import Estimate, metric_table
-from .section_base import (ReportContext, Section, accuracy_scatter, first_value, label, pct, register_section,
-                           short_path)
+from .section_base import (ReportContext, Section, accuracy_scatter, first_value, label, labelled, pct,
+                           register_section, short_path)
 from .variants import PairedDifference, paired_corruption_differences, variant_pairs, verdict_note
 
 
@@ -25,21 +26,27 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
                    "mCE", "relative mCE", "run"])
     ce_series, sev_series, sev_x, points = {}, {}, {}, {}
     categories: list[str] = []
+    not_comparable = []
     for r in results:
         t, s = metric_table(r), r.summary or {}
         clean_err = s.get("clean_error")
         clean = Estimate.from_fraction(1 - clean_err, t.get(("n_samples", "clean"))) if clean_err is not None else None
         mca = first_value(s, "mean_corruption_accuracy", "mean_corruption_accuracy_subset")
         mce = first_value(s, "mce", "mce_subset")
+        rel = first_value(s, "relative_mce", "relative_mce_subset")
+        own = published_baseline_label(r.benchmark, r.config)
         sec.rows.append([r.model, r.benchmark, short_path(r.dataset), clean.percent() if clean else "–", pct(mca),
-                         pct(mce), pct(first_value(s, "relative_mce", "relative_mce_subset")), r.run_id[:10]])
+                         labelled(pct(mce), own if mce is not None else None),
+                         labelled(pct(rel), own if rel is not None else None), r.run_id[:10]])
         corr = s.get("corruptions") or {}
         ces = {c: v.get("ce") for c, v in corr.items() if v.get("ce") is not None}
         if ces:
             for c in ces:
                 if c not in categories:
                     categories.append(c)
-            ce_series[label(r)] = ces
+            ce_series[labelled(label(r), own)] = ces
+            if own:
+                not_comparable.append(label(r))
         sevs = sorted({int(k) for v in corr.values() for k, e in (v.get("errors") or {}).items() if e is not None})
         if sevs:
             xs = ([0] if clean_err is not None else []) + sevs
@@ -53,7 +60,9 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
     if ce_series:
         sec.figures.append(F.bar_groups(
             "ce-per-corruption", "Corruption error per corruption",
-            "CE per corruption (%); the dashed line is the baseline (100). Lower is more robust.",
+            "CE per corruption (%); the dashed line is the baseline (100). Lower is more robust."
+            + (f" {', '.join(not_comparable)}: {NOT_COMPARABLE_LABEL} (errors on their own data divided by "
+               "AlexNet's published ImageNet-C errors)." if not_comparable else ""),
             categories, {m: [100 * v.get(c, np.nan) for c in categories] for m, v in ce_series.items()},
             ylabel="corruption error CE (%)", reference=100, reference_label="baseline (100)"))
     if sev_series:

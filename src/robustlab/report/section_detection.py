@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..metrics.under_corruption import rpc_undefined_reason
 from . import figures as F
 from .collect import metric_table
 from .section_base import ReportContext, Section, short_path, register_headline, register_section, run_labels
@@ -45,7 +46,8 @@ def detection_headline(result) -> list[str]:
     if got is None:
         return ["P / mPC / rPC unavailable (a cell has no score)"]
     p, mpc, rpc = got
-    return [f"{head}: P {100 * p:.1f} / mPC {100 * mpc:.1f} / rPC {100 * rpc:.1f}"]
+    reason = rpc_undefined_reason(p, rpc)
+    return [f"{head}: P {100 * p:.1f} / mPC {100 * mpc:.1f} / rPC {100 * rpc:.1f}"] + ([reason] if reason else [])
 
 
 def _per_setting(result, name: str) -> dict[str, float]:

@@ -16,10 +16,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..errors import RobustlabError
+from ..benchmarks.corruption import NOT_COMPARABLE_LABEL, published_baseline_label
 from . import figures as F
 from .collect import metric_table
 from .examples import thumbnail
-from .section_base import ReportContext, Section, short_path, register_headline, register_section, run_labels
+from .section_base import (ReportContext, Section, labelled, register_headline, register_section, run_labels,
+                           short_path)
 
 BENCHMARKS = ("imagenet-p", "perturbed")
 #: Frames per perturbation in the example grid, and sequences in the "flip most" figure.
@@ -63,9 +65,13 @@ def mean_flip_probability(result) -> float | None:
 
 @register_headline("perturbation")
 def stability_headline(result) -> list[str]:
-    """``mFR 58.0; mT5D 78.3`` (or the subset's, marked), else the mean flip probability."""
+    """``mFR 58.0; mT5D 78.3`` (or the subset's, marked), else the mean flip probability.
+
+    Ratios of a ``perturbed`` run normalised by AlexNet's published ImageNet-P numbers carry
+    the label "vs published AlexNet (ImageNet), not comparable"."""
     rates = mean_rates(result)
-    parts = [f"{k} {_rate_text(v)}" for k, v in rates.items()]
+    own = published_baseline_label(result.benchmark, result.config)
+    parts = [labelled(f"{k} {_rate_text(v)}", own) for k, v in rates.items()]
     fp = mean_flip_probability(result)
     if not parts and fp is not None:
         parts.append(f"mean flip probability {100 * fp:.2f}%")
@@ -154,17 +160,23 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
     fp, fr, t5d = {}, {}, {}
     normalised = False
     baseline_name = None
+    not_comparable = []
     for r in results:
         rates = mean_rates(r)
         n_seq = int(sum(v for m, _, v in r.metrics if m == "n_sequences"))
         mfp = mean_flip_probability(r)
-        sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(n_seq), _rate_text(rates.get("mFR")),
-                         _rate_text(rates.get("mT5D")), "–" if mfp is None else f"{100 * mfp:.2f}", r.run_id[:10]])
+        own = published_baseline_label(r.benchmark, r.config)
+        sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(n_seq),
+                         labelled(_rate_text(rates.get("mFR")), own if "mFR" in rates else None),
+                         labelled(_rate_text(rates.get("mT5D")), own if "mT5D" in rates else None),
+                         "–" if mfp is None else f"{100 * mfp:.2f}", r.run_id[:10]])
         label = names[r.run_id]
         if per_perturbation(r, "flip_probability"):
             fp[label] = per_perturbation(r, "flip_probability")
         if per_perturbation(r, "flip_rate"):
-            fr[label] = per_perturbation(r, "flip_rate")
+            fr[labelled(label, own)] = per_perturbation(r, "flip_rate")
+            if own:
+                not_comparable.append(label)
             normalised = True
             baseline_name = r.config.get("baseline", "alexnet")
         if per_perturbation(r, "top5_distance"):
@@ -192,7 +204,9 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
         sec.figures.append(F.bar_groups(
             "flip-rate", "Flip rate per perturbation",
             f"Flip probability divided by {base_name}'s (%), stride 1; the dashed line is {base_name} (100). "
-            "mFR is the mean over the 10 test perturbations.",
+            "mFR is the mean over the 10 test perturbations."
+            + (f" {', '.join(not_comparable)}: {NOT_COMPARABLE_LABEL} (flip probabilities on their own data "
+               "divided by AlexNet's published ImageNet-P values)." if not_comparable else ""),
             rate_folders, {m: [100 * v.get(f, np.nan) for f in rate_folders] for m, v in fr.items()},
             ylabel=f"flip rate FR (% of {base_name})", reference=100, reference_label=f"{base_name} (100)"))
     if t5d:
@@ -239,8 +253,8 @@ def horizontal_bars(key: str, title: str, caption: str, categories: Sequence[str
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
-    return F.Figure(key, title, caption, svg=F._svg(fig))
+    F.legend_above(ax)
+    return F.Figure(key, title, caption, svg=F.figure_svg(fig))
 
 
 def _folder_order(per_model: dict[str, dict[str, float]]) -> list[str]:

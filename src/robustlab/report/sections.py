@@ -17,11 +17,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from . import section_adversarial, section_corruption, section_detection, section_perturbation, section_video  # noqa: F401  (register)
-from .section_base import (BUILDERS, FAMILIES, HEADLINES, ORDER, ReportContext, Section, family_of, label, merge_notes,
-                           register_headline, register_section, run_labels)
+from . import section_interventions  # noqa: F401  (registers a comparison across families)
+from .section_base import (BUILDERS, COMPARISONS, FAMILIES, HEADLINES, ORDER, ReportContext, Section, family_of, label,
+                           merge_notes, register_comparison, register_headline, register_section, run_labels)
 
-__all__ = ["BUILDERS", "FAMILIES", "HEADLINES", "ORDER", "ReportContext", "Section", "build_sections", "family_of",
-           "generic_section", "merge_notes", "register_headline", "register_section", "run_labels"]
+__all__ = ["BUILDERS", "COMPARISONS", "FAMILIES", "HEADLINES", "ORDER", "ReportContext", "Section", "build_sections",
+           "family_of", "generic_section", "merge_notes", "register_comparison", "register_headline",
+           "register_section", "run_labels"]
 
 
 def build_sections(results: Sequence, context: ReportContext | None = None) -> list[Section]:
@@ -31,6 +33,7 @@ def build_sections(results: Sequence, context: ReportContext | None = None) -> l
         groups[family_of(r.benchmark)].append(r)
     ordered = sorted(groups, key=lambda f: ORDER.index(f) if f in ORDER else len(ORDER))
     sections = [BUILDERS.get(f, generic_section)(groups[f], context) for f in ordered]
+    sections += [sec for builder in COMPARISONS.values() if (sec := builder(results, context)) is not None]
     for sec in sections:
         sec.notes = merge_notes(sec.notes)
     return sections

@@ -5,6 +5,12 @@ write transactions start with ``BEGIN IMMEDIATE`` so two writers queue on the lo
 failing when one upgrades a read to a write. A transaction that still finds the database
 locked is retried a few times, then a :class:`StoreError` names the file and the processes
 that have it open.
+
+A catalog this process may not write (a read-only file or folder, a read-only mount) is opened
+read-only (``mode=ro``), so every reading command works on it; a write then fails with a
+StoreError saying the store is read-only. When its folder is not writable either and no
+``-shm`` file exists (no writer has it open), it is opened ``immutable``, as SQLite needs for
+a WAL database it cannot create the shared-memory file of.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, NoSuchModuleError
@@ -58,9 +65,12 @@ class Database:
         self.location = location
         self.busy_timeout = float(busy_timeout)
         self.lock_retries = int(lock_retries)
+        self.read_only = False
         if location.sqlite_path is not None:
             check_sqlite_file(location.sqlite_path)
-            self.engine = _sqlite_engine(location.url, self.busy_timeout, durable)
+            self.read_only = not sqlite_writable(location.sqlite_path)
+            url = sqlite_read_only_url(location.sqlite_path) if self.read_only else location.url
+            self.engine = _sqlite_engine(url, self.busy_timeout, durable, read_only=self.read_only)
         else:
             self.engine = _postgres_engine(location)
         self._pid = os.getpid()
@@ -109,14 +119,27 @@ class Database:
     def _explain(self, exc: DBAPIError) -> Exception:
         message = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
         where = self.location.describe()
-        if self.dialect == "sqlite" and "not a database" in message:
+        lowered = message.lower()
+        if self.dialect == "sqlite" and ("not a database" in lowered or "malformed" in lowered):
             return StoreError(
-                f"{where} is not a usable SQLite database ({message}): it is not a robustlab store or "
-                "it is damaged. Choose another --store location, or move the file away."
+                f"the store catalog {where} is damaged ({message}). Recover what SQLite can with "
+                f"`sqlite3 {where} .recover | sqlite3 recovered.db` and put recovered.db in its place, restore "
+                f"a backup (catalog.db.v*.bak beside it, if any), or move {Path(where).name} away to start an "
+                "empty store (the prediction files stay, but are no longer listed)."
             )
-        if self.dialect == "sqlite" and ("readonly" in message or "unable to open" in message):
+        if self.dialect == "sqlite" and ("disk is full" in lowered or "disk i/o error" in lowered):
             return StoreError(
-                f"cannot write the store {where} ({message}): check the folder's permissions."
+                f"cannot write the store {where} ({message}): the disk is full, a disk quota or file size "
+                "limit was reached, or the disk is failing. Free some space (finished units are kept) and run again."
+            )
+        if self.dialect == "sqlite" and ("readonly" in lowered or "read-only" in lowered):
+            return StoreError(
+                f"cannot write the store {where} ({message}): it is read-only for this user. Reading commands "
+                "(runs, show, report) work on it; to add results, use a writable --store or fix its permissions."
+            )
+        if self.dialect == "sqlite" and "unable to open" in lowered:
+            return StoreError(
+                f"cannot open the store {where} ({message}): check that its folder exists and its permissions."
             )
         if self.dialect == "postgresql" and (
             exc.connection_invalidated or "connect" in message.lower()
@@ -183,6 +206,25 @@ def check_sqlite_file(path: Path) -> None:
         )
 
 
+def sqlite_writable(path: Path) -> bool:
+    """Whether this process may write the SQLite catalog ``path`` (and create its journal files).
+
+    A file that does not exist yet counts as writable (it is about to be created).
+    """
+    if not path.exists():
+        return True
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def sqlite_read_only_url(path: Path) -> str:
+    """SQLAlchemy URL opening ``path`` read-only (``mode=ro``; ``immutable`` when nothing can
+    be written beside it and no writer has it open, see the module docstring)."""
+    params = "mode=ro"
+    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-shm").exists():
+        params += "&immutable=1"
+    return f"sqlite:///file:{quote(str(path))}?{params}&uri=true"
+
+
 def processes_holding(paths: Iterable[Path]) -> list[str]:
     """Describe the processes that have any of ``paths`` open (Linux /proc; [] elsewhere)."""
     targets = {os.path.realpath(p) for p in paths}
@@ -218,7 +260,7 @@ def _describe_process(pid: int) -> str:
     return f"pid {pid} ({command[:100]})"
 
 
-def _sqlite_engine(url: str, busy_timeout: float, durable: bool) -> Engine:
+def _sqlite_engine(url: str, busy_timeout: float, durable: bool, *, read_only: bool = False) -> Engine:
     engine = create_engine(url, connect_args={"timeout": busy_timeout, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")
@@ -227,7 +269,8 @@ def _sqlite_engine(url: str, busy_timeout: float, durable: bool) -> Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            if not read_only:  # setting the journal mode is a write
+                cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             cursor.execute("PRAGMA foreign_keys=ON")
         finally:

@@ -15,6 +15,7 @@ A location is one of
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,14 @@ class StoreLocation:
         """Human-readable name of the catalog for messages (the file, or the URL without password)."""
         if self.sqlite_path is not None:
             return str(self.sqlite_path)
-        return _hide_password(self.url)
+        return hide_password(self.url)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def __repr__(self) -> str:  # never the URL's password, even in a traceback or a debugger
+        return (f"StoreLocation(url={hide_password(self.url)!r}, predictions_dir={str(self.predictions_dir)!r}, "
+                f"sqlite_path={None if self.sqlite_path is None else str(self.sqlite_path)!r})")
 
 
 def resolve_location(
@@ -118,7 +126,7 @@ def _resolve_url(url: str, predictions_dir: str | os.PathLike | None) -> StoreLo
             sqlite_path=None,
         )
     raise InputError(
-        f"unsupported store URL scheme {scheme!r} in {_hide_password(url)!r}: use a folder, a .db "
+        f"unsupported store URL scheme {scheme!r} in {hide_password(url)!r}: use a folder, a .db "
         "file, sqlite:///file.db or postgresql://user@host/database."
     )
 
@@ -132,10 +140,21 @@ def _sqlite_location(db_path: Path, predictions_dir: str | os.PathLike | None) -
     return StoreLocation(url=f"sqlite:///{db_path}", predictions_dir=folder, sqlite_path=db_path)
 
 
-def _hide_password(url: str) -> str:
+def hide_password(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (``postgresql://user:***@host/db``).
+
+    Both places a libpq URL can carry a password are covered: ``user:password@`` and the
+    query parameter ``?password=...``.
+
+    Parameters
+    ----------
+    url : str
+        Any URL; one without a password is returned unchanged.
+    """
     scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
-        return url
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}:***@{host}"
+    head, question, query = rest.partition("?")
+    query = re.sub(r"((?:^|&)password=)[^&]*", r"\1***", query, flags=re.IGNORECASE)
+    credentials, at, host = head.rpartition("@")  # the last '@': a password may hold '@' or '/'
+    if at and ":" in credentials:
+        head = f"{credentials.split(':', 1)[0]}:***@{host}"
+    return f"{scheme}{sep}{head}{question}{query}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import secrets
 import shutil
 import sqlite3
 import time
@@ -33,7 +34,7 @@ from . import catalog
 from .catalog import SCHEMA_VERSION, metrics, problems, runs, units
 from .database import Database
 from .identity import RUN_ID_LENGTH, canonical_json, run_id_for
-from .location import StoreLocation, resolve_location
+from .location import STORE_ENV, StoreLocation, resolve_location
 from .predictions import read_unit_file, unit_file_name, write_unit_file
 
 #: Run states: registered, being worked on, all units and metrics done, stopped by an error.
@@ -104,9 +105,12 @@ class Store:
         busy_timeout: float = 15.0,
         lock_retries: int = 3,
         durable: bool = False,
+        must_exist: bool = False,
     ) -> None:
         self.location = location
         self.durable = bool(durable)
+        if must_exist and location.sqlite_path is not None and not location.sqlite_path.exists():
+            raise _no_store_error(location)
         self._options = {
             "busy_timeout": busy_timeout,
             "lock_retries": lock_retries,
@@ -118,7 +122,7 @@ class Store:
         self.migrated_from: int | None = None
         self.backup_path: Path | None = None
         try:
-            self._prepare_schema()
+            self._prepare_schema(must_exist=must_exist)
         except BaseException:
             self._db.close()
             raise
@@ -285,10 +289,39 @@ class Store:
         rows = self._db.run(work, write=False)
         return {unit for unit, file in rows if (self.predictions_dir / file).is_file()}
 
+    def unit_meta(self, run_id: str) -> dict[str, dict]:
+        """``{unit: meta}`` of the run's stored units (as :meth:`completed_units` counts them):
+        the JSON meta each was written with (sample counts, data fingerprint...)."""
+
+        def work(conn: Connection) -> list:
+            rid = self._resolve(conn, run_id)
+            return conn.execute(
+                select(units.c.unit, units.c.file, units.c.meta_json).where(units.c.run_id == rid)
+            ).all()
+
+        rows = self._db.run(work, write=False)
+        return {
+            unit: json.loads(meta or "{}")
+            for unit, file, meta in rows
+            if (self.predictions_dir / file).is_file()
+        }
+
     def write_unit(
-        self, run_id: str, unit: str, columns: Mapping[str, np.ndarray], meta: Mapping | None = None
-    ) -> None:
-        """Store one finished unit's per-sample predictions, replacing any earlier write of it.
+        self,
+        run_id: str,
+        unit: str,
+        columns: Mapping[str, np.ndarray],
+        meta: Mapping | None = None,
+        *,
+        replace: bool = True,
+    ) -> bool:
+        """Store one finished unit's per-sample predictions.
+
+        With ``replace=True`` (default) a later write of the unit replaces an earlier one. With
+        ``replace=False`` the unit is committed at most once: the file is written under a name
+        of its own and the catalog row inserted only if the unit has none yet; a second write
+        (a retried task, a second driver) changes nothing and returns False, so a unit never
+        mixes two attempts. The evaluation engine writes this way.
 
         Parameters
         ----------
@@ -317,6 +350,8 @@ class Store:
             else self._db.run(lambda conn: self._resolve(conn, run_id), write=False)
         )
         relative = f"{rid}/{unit_file_name(unit)}"
+        if not replace:  # a file of its own; the catalog decides below whether it is the one
+            relative = relative.replace(".parquet", f".{secrets.token_hex(4)}.parquet")
         path = self.predictions_dir / relative
         n_rows = write_unit_file(path, columns, json.loads(meta_json), fsync=self.durable)
         row = {
@@ -328,21 +363,31 @@ class Store:
             "written_at": time.time(),
         }
 
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> bool:
             if conn.execute(select(runs.c.id).where(runs.c.id == rid)).first() is None:
                 raise self._not_found(rid)
+            if not replace:
+                stored = conn.execute(
+                    select(units.c.file).where(units.c.run_id == rid, units.c.unit == unit)
+                ).scalar()
+                if stored is not None and (self.predictions_dir / stored).is_file():
+                    return False
             conn.execute(
                 self._upsert(
                     units, ("run_id", "unit"), ("file", "n_rows", "meta_json", "written_at")
                 ),
                 row,
             )
+            return True
 
         try:
-            self._db.run(work, write=True)
+            written = self._db.run(work, write=True)
         except RunNotFoundError:
             path.unlink(missing_ok=True)
             raise
+        if not written:
+            path.unlink(missing_ok=True)
+        return written
 
     def read_unit(self, run_id: str, unit: str) -> dict[str, np.ndarray]:
         """The columns written for one unit, with their dtypes and shapes."""
@@ -492,7 +537,7 @@ class Store:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _prepare_schema(self) -> None:
+    def _prepare_schema(self, *, must_exist: bool = False) -> None:
         where = self.location.describe()
         foreign_ok = not self.location.is_sqlite
         version = self._db.run(
@@ -501,6 +546,8 @@ class Store:
         )
         if version == SCHEMA_VERSION:
             return
+        if version is None and must_exist:
+            raise _no_store_error(self.location)
         if version is not None:
             catalog.check_supported(version, where)
             if self.location.sqlite_path is not None:
@@ -555,7 +602,7 @@ class Store:
 
     def _upsert(self, table: Table, keys: tuple[str, ...], update_columns: tuple[str, ...]):
         """INSERT ... ON CONFLICT (keys) DO UPDATE/NOTHING for this dialect; rows go to execute()."""
-        return _upsert_statement(self._db.dialect, table, keys, update_columns)
+        return upsert_statement(self._db.dialect, table, keys, update_columns)
 
     def _read_file(self, run_id: str, row) -> dict[str, np.ndarray]:
         path = self.predictions_dir / row.file
@@ -585,6 +632,7 @@ def open_store(
     busy_timeout: float = 15.0,
     lock_retries: int = 3,
     durable: bool = False,
+    must_exist: bool = False,
 ) -> Store:
     """Open (creating or migrating as needed) the results store at ``location``.
 
@@ -607,11 +655,20 @@ def open_store(
         place only when complete; SQLite ``synchronous=NORMAL``), and after a power loss at
         worst the last units are redone. True: also flush every Parquet file and SQLite commit
         to the disk (``fsync``; about 10 ms more per unit on a slow disk).
+    must_exist : bool
+        Refuse a location that holds no store yet instead of creating one (what reading
+        commands do: a typo in ``--store`` must not silently give an empty store).
+
+    Notes
+    -----
+    A catalog this process cannot write (read-only file, folder or mount) is opened read-only:
+    reading works, writing raises a StoreError saying so.
 
     Raises
     ------
     StoreError
-        When the location is not a store (another kind of file), is locked, or has a newer schema.
+        When the location is not a store (another kind of file), is locked, has a newer schema,
+        or (``must_exist``) holds no store.
     InputError
         When the location is malformed (unsupported URL scheme, in-memory SQLite).
     """
@@ -620,13 +677,26 @@ def open_store(
         busy_timeout=busy_timeout,
         lock_retries=lock_retries,
         durable=durable,
+        must_exist=must_exist,
+    )
+
+
+def _no_store_error(location: StoreLocation) -> StoreError:
+    where = location.describe()
+    what = f"no store at {where} (the file does not exist)" if location.sqlite_path is not None else \
+        f"the database {where} holds no robustlab store"
+    return StoreError(
+        f"{what}: check --store (or ${STORE_ENV}) for a typo; `robustlab evaluate` creates a store when it first "
+        "writes results."
     )
 
 
 @functools.lru_cache(maxsize=32)
-def _upsert_statement(
+def upsert_statement(
     dialect_name: str, table: Table, keys: tuple[str, ...], update_columns: tuple[str, ...]
 ):
+    """``INSERT ... ON CONFLICT (keys) DO UPDATE SET update_columns`` (or ``DO NOTHING`` when
+    there are none) for ``"sqlite"`` or ``"postgresql"``; pass the rows to ``execute()``."""
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     statement = dialect.insert(table)
     if not update_columns:

@@ -13,7 +13,7 @@ import hashlib
 import torch
 from torch import nn
 
-from ..errors import unknown_name
+from ..errors import InputError, unknown_name
 from ..registry import Registry
 from ..seeding import derive_seed
 
@@ -39,13 +39,17 @@ class LeNet(nn.Module):
         return self.classifier(self.features(x))
 
 
+#: Hidden units of the paper's FullyConnectedNet (Kunhardt, Deza & Poggio: 1 hidden layer of 7,500).
+FC_PAPER_WIDTH = 7500
+
+
 @ARCHITECTURES.register("fc")
 class FullyConnectedNet(nn.Module):
-    """One hidden layer of ``hidden`` ReLU units on the flattened 32x32x3 image."""
+    """One hidden layer of ``width`` ReLU units (7,500 as in the paper) on the flattened 32x32x3 image."""
 
-    def __init__(self, num_classes: int = 10, hidden: int = 1024) -> None:
+    def __init__(self, num_classes: int = 10, width: int = FC_PAPER_WIDTH) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, width), nn.ReLU(), nn.Linear(width, num_classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -62,13 +66,36 @@ def resnet50_32(num_classes: int = 10) -> nn.Module:
     return model
 
 
-def build_architecture(name: str, *, seed: int, num_classes: int = 10) -> nn.Module:
-    """A freshly initialised model whose weights depend only on (name, seed, num_classes)."""
+#: Options each architecture takes besides ``num_classes`` (``fc``: its hidden ``width``).
+ARCHITECTURE_OPTIONS: dict[str, tuple[str, ...]] = {"lenet": (), "fc": ("width",), "resnet50": ()}
+
+
+def check_architecture_options(name: str, options: dict, where: str = "architecture") -> dict:
+    """Validated options of architecture ``name``; InputError for an unknown name or option."""
     if name not in ARCHITECTURES:
         raise unknown_name("architecture", name, ARCHITECTURES.names())
+    takes = ARCHITECTURE_OPTIONS.get(name, ())
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise InputError(f"{where}: architecture {name!r} does not take {', '.join(unknown)}"
+                         + (f"; it takes {', '.join(takes)}." if takes else "; it has no options."))
+    width = options.get("width")
+    if width is not None and (isinstance(width, bool) or not isinstance(width, int) or width < 1):
+        raise InputError(f"{where}: width must be a positive integer (hidden units; the paper uses "
+                         f"{FC_PAPER_WIDTH}); got {width!r}.")
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def build_architecture(name: str, *, seed: int, num_classes: int = 10, **options: int) -> nn.Module:
+    """A freshly initialised model whose weights depend only on (name, seed, num_classes, options).
+
+    ``options``: see :data:`ARCHITECTURE_OPTIONS` (``width`` for ``fc``, default 7,500). The same
+    seed gives the same weights whatever the dataset ("matched initial weights").
+    """
+    options = check_architecture_options(name, options)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "init", name, num_classes))
-        return ARCHITECTURES.get(name)(num_classes=num_classes)
+        return ARCHITECTURES.get(name)(num_classes=num_classes, **options)
 
 
 def weights_fingerprint(model: nn.Module) -> str:

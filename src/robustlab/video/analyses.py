@@ -11,6 +11,11 @@ between near-identical frames:
   neighbour, for all candidate pairs, the reviewed (kept) pairs and the pairs a model gets
   wrong, showing that failures happen at small pixel distances.
 
+The model-independent ("static") set of the same paper lives beside pm-k in
+:func:`robustlab.metrics.pmk.static_frames`: per anchor, the neighbour within +-k that the most
+models misclassify (ties: nearest, then pmsets list order; the anchor itself only when it has no
+neighbour within k).
+
 Inputs are the pm-k set (``pmsets``, ``labels``, ``label_mode`` as in
 :mod:`robustlab.metrics.pmk`) and ``predictions`` ``{frame key: top-1 class}``. Frame types,
 frame rates and candidate pairs of sets built with :func:`robustlab.video.sample_videos`

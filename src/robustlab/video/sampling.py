@@ -185,21 +185,49 @@ def review_tasks(videos: Sequence[Mapping]) -> list[dict]:
     return tasks
 
 
-def _labels_for(labels: Mapping[str, object] | None, rel: str, video_id: str, stem: str
-                ) -> list[int]:
+def check_labels(labels: Mapping[str, object] | None, class_names: Sequence[str] | None = None
+                 ) -> dict[str, list[int]]:
+    """Validate every entry of a labels mapping ``{video: index | name | [indices or names]}``.
+
+    Each label must be a class index (a non-negative integer), below ``len(class_names)`` when
+    class names are given, or one of the class names. Returns ``{video: sorted unique indices}``.
+
+    Raises
+    ------
+    InputError
+        Naming the video and the label that matches no class, and the valid range.
+    """
     if not labels:
-        return []
+        return {}
+    names = list(class_names) if class_names else None
+    index = {n: i for i, n in enumerate(names)} if names else {}
+    checked: dict[str, list[int]] = {}
+    for video, value in labels.items():
+        values = value if isinstance(value, list) else [value]
+        out = []
+        for v in values:
+            if isinstance(v, str) and v in index:
+                out.append(index[v])
+            elif isinstance(v, int) and not isinstance(v, bool) and v >= 0 and (names is None or v < len(names)):
+                out.append(v)
+            else:
+                valid = (f"an index 0..{len(names) - 1} or one of the {len(names)} class names"
+                         if names else "a non-negative integer class index")
+                raise InputError(f"label {v!r} of video {video!r} matches no class: give {valid} "
+                                 "(or a list of them).")
+        checked[str(video)] = sorted(set(out))
+    return checked
+
+
+def _labels_for(labels: Mapping[str, list[int]] | None, rel: str, video_id: str, stem: str
+                ) -> tuple[list[int], str | None]:
+    """The checked labels of one video and the key they were found under (None when absent)."""
+    if not labels:
+        return [], None
     for name in (rel, video_id, stem):
         if name in labels:
-            value = labels[name]
-            value = [value] if isinstance(value, int) else value
-            if not (isinstance(value, list)
-                    and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                            for v in value)):
-                raise InputError(f"labels for video {rel!r} must be a class index or a list of "
-                                 f"class indices (non-negative integers); got {value!r}.")
-            return sorted(set(value))
-    return []
+            return list(labels[name]), name
+    return [], None
 
 
 def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: int = 10,
@@ -249,6 +277,7 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
     image_format = image_format.lower().replace("jpeg", "jpg")
     if image_format not in IMAGE_FORMATS:
         raise InputError(f"image format {image_format!r} is unknown; use 'jpg' or 'png'.")
+    checked_labels = check_labels(labels, class_names)  # before anything is written
     videos_root = Path(videos_dir)
     paths = find_videos(videos_root, extensions)
     if not paths:
@@ -256,7 +285,7 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
                         f"{', '.join(extensions or ['any file'])}).")
     out = ensure_dir(out_dir)
     ids = video_ids(paths, videos_root)
-    sampled, skipped = [], []
+    sampled, skipped, used_keys = [], [], set()
     for p in paths:
         rel = p.relative_to(videos_root).as_posix()
         rng = as_generator(derive_seed(int(seed), rel))
@@ -268,8 +297,9 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
             if progress:
                 progress(rel, str(exc))
             continue
-        entry = {"video": entry.pop("video"), "source": rel,
-                 "labels": _labels_for(labels, rel, ids[p], p.stem), **entry}
+        video_labels, key = _labels_for(checked_labels, rel, ids[p], p.stem)
+        used_keys.add(key)
+        entry = {"video": entry.pop("video"), "source": rel, "labels": video_labels, **entry}
         sampled.append(entry)
         if progress:
             progress(rel, None)
@@ -283,7 +313,9 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
         write_json(out / "classes.json", list(class_names))
     summary = {"videos_found": len(paths), "videos_sampled": len(sampled),
                "frames_written": sum(len(v["frames"]) for v in sampled), "skipped": skipped,
-               "manifest": str(out / MANIFEST), "tasks": str(out / TASKS)}
+               "manifest": str(out / MANIFEST), "tasks": str(out / TASKS),
+               "unlabelled": sorted(v["source"] for v in sampled if checked_labels and not v["labels"]),
+               "labels_unmatched": sorted(k for k in checked_labels if k not in used_keys)}
     if not sampled:
         reasons = "; ".join(s["reason"] for s in skipped[:3])
         raise DataError(f"none of the {len(paths)} videos in {videos_root} could be sampled "
@@ -333,6 +365,12 @@ def format_summary(summary: Mapping) -> str:
     if summary["skipped"]:
         lines.append(f"skipped {len(summary['skipped'])} video(s):")
         lines += [f"  {s['source']}: {s['reason']}" for s in summary["skipped"]]
+    for key, what in (("unlabelled", "sampled video(s) have no entry in the labels file"),
+                      ("labels_unmatched", "entries of the labels file match no sampled video")):
+        names = summary.get(key) or []
+        if names:
+            more = f" ... and {len(names) - 5} more" if len(names) > 5 else ""
+            lines.append(f"note: {len(names)} {what}: {', '.join(names[:5])}{more}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,552 @@
+"""The review database: users, sessions, answers and the round state (SQLite or PostgreSQL).
+
+Locations follow the store's conventions (:mod:`robustlab.store.location`): a ``.db`` file or
+``sqlite:///file.db`` (SQLite, WAL mode, one writer at a time), a folder (its ``review.db``),
+or a ``postgresql://user@host/db`` URL (psycopg 3). SQLite flushes every commit to the disk
+(``synchronous=FULL``): answers are people's work. Tables are prefixed ``review_`` so a
+PostgreSQL database can hold them beside a results catalog. Every statement is SQLAlchemy
+Core with bound parameters.
+
+Answers are keyed by ``(round, annotator, anchor, frame)``: saving an answer again replaces it,
+and saving the same answer again changes nothing (not even its time), so a resubmitted form
+or a retried request is harmless, and every saved answer survives a server restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    bindparam,
+    delete,
+    func,
+    select,
+    update,
+)
+
+from ..errors import InputError, StoreError
+from ..store.database import Database
+from ..store.location import StoreLocation, resolve_location
+from ..store.store import upsert_statement
+from ..video.review import REASONS, ROUNDS, ReviewRecord
+
+SCHEMA_VERSION = "1"
+DEFAULT_FILE = "review.db"
+ROLES = ("annotator", "admin")
+#: Names a user may not take (the export uses none of them, but they read as system words).
+RESERVED_NAMES = ("joint", "admin-export", "anonymous")
+MAX_NAME = 64
+#: Sessions end this many seconds after login (the user logs in again).
+SESSION_SECONDS = 12 * 3600
+
+metadata = MetaData()
+
+meta = Table(
+    "review_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+users = Table(
+    "review_users", metadata,
+    Column("name", String(MAX_NAME), primary_key=True),
+    Column("role", String(16), nullable=False),
+    Column("password_hash", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+sessions = Table(
+    "review_sessions", metadata,
+    # SHA-256 of the session id: the cookie's secret is never stored.
+    Column("id_hash", String(64), primary_key=True),
+    Column("user_name", String(MAX_NAME), ForeignKey("review_users.name", ondelete="CASCADE"),
+           nullable=False),
+    Column("csrf_token", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
+answers = Table(
+    "review_answers", metadata,
+    Column("round", Integer, nullable=False),
+    Column("annotator", String(MAX_NAME), nullable=False),
+    Column("anchor", Text, nullable=False),
+    Column("frame", Text, nullable=False),
+    Column("label_correct", String(16), nullable=False),
+    Column("similarity", String(16), nullable=True),
+    Column("reason", String(32), nullable=True),
+    Column("added_labels", Text, nullable=False),  # JSON list of class indices
+    # Position of the pair in the task set's review order (the database is tied to one task
+    # set by its digest, so the index is stable): lets SQL find an annotator's next task.
+    Column("task_index", Integer, nullable=False),
+    Column("answered_at", Float, nullable=False),
+    PrimaryKeyConstraint("round", "annotator", "anchor", "frame"),
+    Index("ix_review_answers_progress", "round", "annotator", "task_index"),
+    Index("ix_review_answers_recent", "annotator", "round", "answered_at"),
+)
+
+round2_pairs = Table(
+    "review_round2_pairs", metadata,
+    Column("task_index", Integer, primary_key=True),
+    Column("anchor", Text, nullable=False),
+    Column("frame", Text, nullable=False),
+)
+
+_ANSWER_FIELDS = ("label_correct", "similarity", "reason", "added_labels")
+
+# --- statements of the annotator's hot path, built once (SQLAlchemy then reuses their SQL) ---------
+_ROUND = select(meta.c.value).where(meta.c.key == "round")
+_MINE = (answers.c.round == bindparam("round"), answers.c.annotator == bindparam("annotator"))
+_DONE = select(func.count()).select_from(answers).where(*_MINE)
+_ANSWER_AT = select(answers).where(*_MINE, answers.c.task_index == bindparam("task"))
+_after = answers.alias("after")
+# The smallest answered index whose successor is unanswered, plus one: the first gap after 0.
+_GAP = select(func.min(answers.c.task_index + 1)).where(*_MINE, ~select(_after.c.task_index).where(
+    _after.c.round == bindparam("round"), _after.c.annotator == bindparam("annotator"),
+    _after.c.task_index == answers.c.task_index + 1).exists())
+_R2_TOTAL = select(func.count()).select_from(round2_pairs)
+_R2_HAS = select(round2_pairs.c.task_index).where(round2_pairs.c.task_index == bindparam("task"))
+_R2_NEXT = select(func.min(round2_pairs.c.task_index)).where(~select(answers.c.task_index).where(
+    *_MINE, answers.c.task_index == round2_pairs.c.task_index).exists())
+_R2_BEFORE = select(func.count()).select_from(round2_pairs).where(round2_pairs.c.task_index < bindparam("task"))
+_SESSION = (select(users.c.name, users.c.role, sessions.c.csrf_token)
+            .join(users, users.c.name == sessions.c.user_name)
+            .where(sessions.c.id_hash == bindparam("id_hash"), sessions.c.expires_at > bindparam("now")))
+_SAVED = select(*[answers.c[f] for f in _ANSWER_FIELDS]).where(
+    *_MINE, answers.c.anchor == bindparam("anchor"), answers.c.frame == bindparam("frame"))
+
+
+@dataclass(frozen=True)
+class User:
+    """A user of the review app (the password hash stays in the database layer)."""
+
+    name: str
+    role: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One saved answer of one annotator in one round (the fields of a review record)."""
+
+    round: int
+    annotator: str
+    anchor: str
+    frame: str
+    label_correct: str
+    similarity: str | None
+    reason: str | None
+    added_labels: tuple[int, ...]
+    answered_at: float
+    task_index: int = -1
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        """``(anchor, frame)``."""
+        return (self.anchor, self.frame)
+
+    def to_record(self) -> ReviewRecord:
+        """The answer as a :class:`~robustlab.video.review.ReviewRecord` (ISO 8601 UTC timestamp)."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.answered_at))
+        return ReviewRecord(annotator=self.annotator, anchor=self.anchor, frame=self.frame,
+                            label_correct=self.label_correct, round=self.round,
+                            similarity=None if self.anchor == self.frame else self.similarity,
+                            reason=self.reason, added_labels=self.added_labels, timestamp=stamp)
+
+
+class RoundMismatch(InputError):
+    """An answer for another round than the open one, or for a task outside the open round."""
+
+
+@dataclass(frozen=True)
+class AnnotatorState:
+    """Where one annotator stands in the open round (read in one transaction).
+
+    Attributes
+    ----------
+    round : int
+        The open round.
+    task_index : int or None
+        The task to show: the one asked for, else the first not answered (None: all done).
+    position : int
+        1-based position of that task in the round's list (0 when there is none).
+    done, total : int
+        Answers the annotator gave in the round; tasks in the round.
+    answer : Answer or None
+        The annotator's saved answer to that task.
+    """
+
+    round: int
+    task_index: int | None
+    position: int
+    done: int
+    total: int
+    answer: Answer | None
+
+
+def review_location(db: str | os.PathLike | None, default_folder: str | os.PathLike) -> StoreLocation:
+    """Resolve ``--db``: None -> ``default_folder/review.db``; a folder -> its ``review.db``;
+    otherwise a ``.db`` file, ``sqlite:///`` or ``postgresql://`` URL as the store reads them."""
+    if db is None:
+        return resolve_location(Path(default_folder) / DEFAULT_FILE)
+    text = os.fspath(db)
+    if "://" not in text and Path(text).expanduser().is_dir():
+        return resolve_location(Path(text).expanduser() / DEFAULT_FILE)
+    return resolve_location(text)
+
+
+def check_user_name(name: str) -> str:
+    """A user name: 1..64 characters of letters, digits, ``.``, ``_``, ``-`` (not a reserved word)."""
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME \
+            or not all(c.isalnum() or c in "._-" for c in name) or not name.isascii():
+        raise InputError(f"user name {name!r} is not allowed: use 1 to {MAX_NAME} ASCII letters, digits, "
+                         "'.', '_' or '-'.")
+    if name.lower() in RESERVED_NAMES:
+        raise InputError(f"user name {name!r} is reserved; choose another.")
+    return name
+
+
+class ReviewDatabase:
+    """Open (and create the tables of) the review database at a :class:`StoreLocation`.
+
+    Raises
+    ------
+    StoreError
+        When the database cannot be reached or is not usable (the message names it, never its
+        password), or holds a newer schema.
+    """
+
+    def __init__(self, location: StoreLocation) -> None:
+        self.location = location
+        # durable: SQLite flushes each commit to the disk (an answer survives a power cut too)
+        self._db = Database(location, durable=True)
+        try:
+            self._db.run(self._create, write=True)
+        except BaseException:
+            self._db.close()
+            raise
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self._db.dialect
+
+    def describe(self) -> str:
+        """The database for messages (file path, or URL without its password)."""
+        return self.location.describe()
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._db.close()
+
+    def __enter__(self) -> ReviewDatabase:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _create(self, conn: Connection) -> None:
+        metadata.create_all(conn, checkfirst=True)
+        found = conn.execute(select(meta.c.value).where(meta.c.key == "schema")).scalar()
+        if found is None:
+            conn.execute(meta.insert(), [{"key": "schema", "value": SCHEMA_VERSION},
+                                         {"key": "round", "value": "1"},
+                                         {"key": "secret", "value": secrets.token_hex(32)}])
+        elif found != SCHEMA_VERSION:
+            raise StoreError(f"the review database {self.describe()} has schema {found!r}; this robustlab "
+                             f"reads schema {SCHEMA_VERSION!r}. Upgrade robustlab or use another --db.")
+
+    # --- meta: secret, task set, round ---------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A value of the ``review_meta`` table (None when unset)."""
+        return self._db.run(lambda c: c.execute(select(meta.c.value).where(meta.c.key == key)).scalar(),
+                            write=False)
+
+    def _set_meta(self, conn: Connection, key: str, value: str) -> None:
+        conn.execute(upsert_statement(self.dialect, meta, ("key",), ("value",)), {"key": key, "value": value})
+
+    def secret(self) -> str:
+        """The key that signs session cookies (made once, kept in the database across restarts)."""
+        value = self.get_meta("secret")
+        if not value:
+            raise StoreError(f"the review database {self.describe()} has no signing key; it was damaged. "
+                             "Use a new --db.")
+        return value
+
+    def bind_task_set(self, digest: str, path: str) -> None:
+        """Tie the database to one task set; refuse another once answers exist.
+
+        Raises
+        ------
+        StoreError
+            When the database holds answers to a different task set.
+        """
+        def work(conn: Connection) -> None:
+            bound = conn.execute(select(meta.c.value).where(meta.c.key == "task_digest")).scalar()
+            if bound is not None and bound != digest:
+                n = conn.execute(select(func.count()).select_from(answers)).scalar()
+                if n:
+                    where = conn.execute(select(meta.c.value).where(meta.c.key == "task_path")).scalar()
+                    raise StoreError(
+                        f"the review database {self.describe()} holds {n} answers to another task set "
+                        f"({where}); the task file {path} differs from it. Serve that task set, or give "
+                        "this one its own --db.")
+            self._set_meta(conn, "task_digest", digest)
+            self._set_meta(conn, "task_path", str(path))
+
+        self._db.run(work, write=True)
+
+    def current_round(self) -> int:
+        """1 until an admin opens round 2, then 2."""
+        return int(self._db.run(lambda c: c.execute(_ROUND).scalar(), write=False) or 1)
+
+    def open_round2(self, tasks: Sequence[tuple[int, str, str]]) -> bool:
+        """Close round 1 and open round 2 on ``(task index, anchor, frame)`` triples.
+
+        Returns False (and changes nothing) when round 2 was open already.
+        """
+        def work(conn: Connection) -> bool:
+            current = conn.execute(select(meta.c.value).where(meta.c.key == "round")).scalar()
+            if current == "2":
+                return False
+            conn.execute(delete(round2_pairs))
+            if tasks:
+                conn.execute(round2_pairs.insert(), [{"task_index": int(i), "anchor": a, "frame": f}
+                                                     for i, a, f in tasks])
+            self._set_meta(conn, "round", "2")
+            self._set_meta(conn, "round2_opened_at", repr(time.time()))
+            return True
+
+        return self._db.run(work, write=True)
+
+    def round2_pairs(self) -> list[tuple[str, str]]:
+        """The pairs of round 2, in review order (empty before it opens)."""
+        rows = self._db.run(lambda c: c.execute(select(round2_pairs.c.anchor, round2_pairs.c.frame)
+                                                .order_by(round2_pairs.c.task_index)).all(), write=False)
+        return [(r.anchor, r.frame) for r in rows]
+
+    # --- users --------------------------------------------------------------------------------
+
+    def add_user(self, name: str, role: str, password_hash: str) -> User:
+        """Add a user.
+
+        Raises
+        ------
+        InputError
+            Bad name or role, or a user of that name exists already.
+        """
+        check_user_name(name)
+        if role not in ROLES:
+            raise InputError(f"role {role!r} is unknown; use {' or '.join(ROLES)}.")
+
+        def work(conn: Connection) -> None:
+            if conn.execute(select(users.c.name).where(users.c.name == name)).first() is not None:
+                raise InputError(f"user {name!r} already exists in {self.describe()}: choose another name "
+                                 "(names are unique).")
+            conn.execute(users.insert().values(name=name, role=role, password_hash=password_hash,
+                                               created_at=time.time()))
+
+        self._db.run(work, write=True)
+        return User(name, role)
+
+    def user_with_hash(self, name: str) -> tuple[User, str] | None:
+        """The user and their password hash, or None when there is no such user."""
+        row = self._db.run(lambda c: c.execute(select(users).where(users.c.name == name)).first(), write=False)
+        return None if row is None else (User(row.name, row.role), row.password_hash)
+
+    def set_password_hash(self, name: str, password_hash: str) -> None:
+        """Replace a user's password hash (rehash on login when the parameters changed)."""
+        self._db.run(lambda c: c.execute(update(users).where(users.c.name == name)
+                                         .values(password_hash=password_hash)), write=True)
+
+    def list_users(self, role: str | None = None) -> list[User]:
+        """Users (of one role), by name."""
+        query = select(users.c.name, users.c.role).order_by(users.c.name)
+        if role is not None:
+            query = query.where(users.c.role == role)
+        return [User(r.name, r.role) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    def create_session(self, user: str, id_hash: str, csrf_token: str, *,
+                       lifetime: float = SESSION_SECONDS) -> None:
+        """Store a new session (by the hash of its id); expired sessions are purged on the way."""
+        now = time.time()
+
+        def work(conn: Connection) -> None:
+            conn.execute(delete(sessions).where(sessions.c.expires_at < now))
+            conn.execute(sessions.insert().values(id_hash=id_hash, user_name=user, csrf_token=csrf_token,
+                                                  created_at=now, expires_at=now + lifetime))
+
+        self._db.run(work, write=True)
+
+    def session(self, id_hash: str) -> tuple[User, str] | None:
+        """``(user, csrf token)`` of a live session, or None (unknown or expired)."""
+        params = {"id_hash": id_hash, "now": time.time()}
+        row = self._db.run(lambda c: c.execute(_SESSION, params).first(), write=False)
+        return None if row is None else (User(row.name, row.role), row.csrf_token)
+
+    def delete_session(self, id_hash: str) -> None:
+        """End a session (logout)."""
+        self._db.run(lambda c: c.execute(delete(sessions).where(sessions.c.id_hash == id_hash)), write=True)
+
+    # --- answers --------------------------------------------------------------------------------
+
+    def save_answer(self, record: ReviewRecord, task_index: int) -> bool:
+        """Save a validated answer to task ``task_index`` of the open round.
+
+        Returns False when the same answer was saved already (nothing changes then).
+
+        Raises
+        ------
+        RoundMismatch
+            ``record.round`` is not the open round, or (round 2) the task is not one of it.
+        """
+        if record.round not in ROUNDS or (record.reason is not None and record.reason not in REASONS):
+            raise InputError(f"answer {record!r} is not a valid review record.")
+        key = {"round": record.round, "annotator": record.annotator, "anchor": record.anchor,
+               "frame": record.frame}
+        values = {"label_correct": record.label_correct, "similarity": record.similarity,
+                  "reason": record.reason, "added_labels": json.dumps(sorted(record.added_labels))}
+
+        def work(conn: Connection) -> bool:
+            current = int(conn.execute(_ROUND).scalar())
+            if record.round != current:
+                raise RoundMismatch(f"this page was for round {record.round}, but round {current} is open now: "
+                                    "reload the page.")
+            if current == 2 and conn.execute(_R2_HAS, {"task": int(task_index)}).first() is None:
+                raise RoundMismatch(f"task {task_index} is not reviewed in round 2.")
+            row = conn.execute(_SAVED, key).first()
+            if row is not None and dict(row._mapping) == values:
+                return False
+            statement = upsert_statement(self.dialect, answers, tuple(key),
+                                         (*_ANSWER_FIELDS, "task_index", "answered_at"))
+            conn.execute(statement, {**key, **values, "task_index": int(task_index), "answered_at": time.time()})
+            return True
+
+        return self._db.run(work, write=True)
+
+    def annotator_state(self, annotator: str, n_tasks: int, task_index: int | None = None) -> AnnotatorState:
+        """Where ``annotator`` stands in the open round, in one read transaction (a few indexed
+        queries, however many answers there are).
+
+        Parameters
+        ----------
+        annotator : str
+        n_tasks : int
+            Tasks in the task set (round 1 reviews all of them).
+        task_index : int, optional
+            The task asked for; default: the first one the annotator has not answered.
+
+        Raises
+        ------
+        RoundMismatch
+            ``task_index`` is not a task of the open round.
+        """
+        def work(conn: Connection) -> AnnotatorState:
+            rnd = int(conn.execute(_ROUND).scalar())
+            mine = {"round": rnd, "annotator": annotator}
+            done = conn.execute(_DONE, mine).scalar()
+            if rnd == 1:
+                total = int(n_tasks)
+                chosen = task_index if task_index is not None else _first_gap(conn, annotator, total)
+                if chosen is not None and not 0 <= chosen < total:
+                    raise RoundMismatch(f"task {chosen} does not exist; the set has {total} tasks.")
+                position = 0 if chosen is None else chosen + 1
+            else:
+                total = conn.execute(_R2_TOTAL).scalar()
+                if task_index is None:
+                    chosen = conn.execute(_R2_NEXT, mine).scalar()
+                else:
+                    if conn.execute(_R2_HAS, {"task": int(task_index)}).first() is None:
+                        raise RoundMismatch(f"task {task_index} is not reviewed in round 2.")
+                    chosen = task_index
+                position = 0 if chosen is None else 1 + conn.execute(_R2_BEFORE, {"task": chosen}).scalar()
+            row = None if chosen is None else conn.execute(_ANSWER_AT, {**mine, "task": chosen}).first()
+            return AnnotatorState(round=rnd, task_index=chosen, position=position, done=done, total=total,
+                                  answer=None if row is None else _to_answer(row))
+
+        return self._db.run(work, write=False)
+
+    def answers(self, *, round: int | None = None, annotator: str | None = None) -> list[Answer]:
+        """Saved answers, optionally of one round and/or one annotator, oldest first."""
+        query = select(answers).order_by(answers.c.answered_at, answers.c.annotator)
+        if round is not None:
+            query = query.where(answers.c.round == int(round))
+        if annotator is not None:
+            query = query.where(answers.c.annotator == annotator)
+        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
+
+    def answers_to_pair(self, anchor: str, frame: str) -> list[Answer]:
+        """Every saved answer to one pair (all rounds, all annotators)."""
+        query = (select(answers).where(answers.c.anchor == anchor, answers.c.frame == frame)
+                 .order_by(answers.c.round, answers.c.annotator))
+        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
+
+    def undo_last(self, round: int, annotator: str) -> Answer | None:
+        """Delete an annotator's most recent answer of a round; returns it (None when there is none)."""
+        def work(conn: Connection) -> Answer | None:
+            row = conn.execute(select(answers).where(answers.c.round == int(round),
+                                                     answers.c.annotator == annotator)
+                               .order_by(answers.c.answered_at.desc()).limit(1)).first()
+            if row is None:
+                return None
+            conn.execute(delete(answers).where(answers.c.round == row.round, answers.c.annotator == row.annotator,
+                                               answers.c.anchor == row.anchor, answers.c.frame == row.frame))
+            return _to_answer(row)
+
+        return self._db.run(work, write=True)
+
+    def records(self) -> list[ReviewRecord]:
+        """Every answer as a review record, in a stable order (round, annotator, anchor, frame)."""
+        rows = sorted(self.answers(), key=lambda a: (a.round, a.annotator, a.anchor, a.frame))
+        return [a.to_record() for a in rows]
+
+
+def _to_answer(row) -> Answer:
+    return Answer(round=row.round, annotator=row.annotator, anchor=row.anchor, frame=row.frame,
+                  label_correct=row.label_correct, similarity=row.similarity, reason=row.reason,
+                  added_labels=tuple(json.loads(row.added_labels)), answered_at=row.answered_at,
+                  task_index=row.task_index)
+
+
+def _first_gap(conn: Connection, annotator: str, n_tasks: int) -> int | None:
+    """The smallest round-1 task index the annotator has not answered (None when all are)."""
+    mine = {"round": 1, "annotator": annotator}
+    if conn.execute(_ANSWER_AT, {**mine, "task": 0}).first() is None:
+        return 0 if n_tasks > 0 else None
+    gap = conn.execute(_GAP, mine).scalar()
+    return None if gap is None or gap >= n_tasks else int(gap)
+
+
+def open_review_database(db: str | os.PathLike | None = None, *,
+                         default_folder: str | os.PathLike = ".") -> ReviewDatabase:
+    """Open the review database named by ``--db`` (see :func:`review_location`).
+
+    Raises
+    ------
+    StoreError
+        When it cannot be reached or used; nothing is written then.
+    InputError
+        For a malformed location (unsupported URL scheme, in-memory SQLite).
+    """
+    return ReviewDatabase(review_location(db, default_folder))

@@ -1,0 +1,520 @@
+"""``robustlab finetune``: fine-tune any classifier on an image folder or a video frame set.
+
+>>> from robustlab.train import finetune
+>>> spec = finetune("torchvision:resnet50", "ILSVRC2012/train", out="runs/r50-vid30",
+...                 classes="vid30", augment="paper-noise", epochs=5, seed=0)
+>>> spec
+'finetuned:/.../runs/r50-vid30@3f2a9c1b0d4e'       # robustlab evaluate --model <spec> ...
+
+The recipe (every choice is a named setting, stored with the model):
+
+- **model**: any classifier spec (``torchvision:``, ``timm:``, ``python:file.py:factory``,
+  ``demo:``, ``finetuned:``) or a loaded :class:`~robustlab.models.Classifier` that carries its
+  spec. Training runs on the model's input size (its preprocessing crop) and through its own
+  normalisation.
+- **classes**: a :mod:`WordNet subset <robustlab.train.classes>` (``vid30``, wnids, names);
+  the head is resized to it, each new row starting from the mean of the ImageNet rows below
+  its synset when the model is a 1000-way ImageNet classifier (random rows otherwise). Without
+  ``classes`` the head is resized only when the data has another number of classes.
+- **augment**: corruption augmentation with
+  :class:`~robustlab.corruptions.transforms.RandomCorruption` (``paper-noise``: every image
+  gets exactly one of Gaussian noise, Gaussian blur, shot noise, contrast, impulse noise or
+  JPEG, as in ImageNet-Vid-Robust; or any subset/names), severities ``1-5``, applied in the
+  DataLoader workers to the uint8 batch at the model's input size after the crop, with the
+  ids ``(epoch, index)``; any object with the same call interface is accepted.
+- **optimiser**: SGD with momentum 0.9, weight decay 1e-4, learning rate 0.01 decayed by a
+  cosine over all steps (``schedule="step"``: divided by 10 at half of training;
+  ``"constant"``); ``train="head"`` trains the head only (the rest frozen, in eval mode).
+- **data order**: epoch ``e`` visits the images in the permutation drawn from
+  ``derive_seed(seed, "order", e)``; crops and flips from ``derive_seed(seed, "crop", e, index)``;
+  torch's RNG (dropout, the new head's initialisation) from the seed, inside ``fork_rng`` so the
+  caller's global RNG state is untouched. A run repeats exactly on the same device and
+  software, with or without DataLoader workers.
+- **checkpoints**: ``<out>/checkpoint.pt`` (weights, optimiser, schedule, RNG state, position
+  in the epoch) is written atomically at every epoch end, every ``checkpoint_every`` steps
+  and every ``checkpoint_minutes``; running the same call again resumes from it (with other
+  settings it refuses, naming them). At the end ``model.pt`` and ``finetuned.json`` replace the
+  checkpoint; calling again then returns the spec at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .. import __version__
+from ..data.jobs import pool_context, single_threaded_worker
+from ..errors import DataError, InputError, ModelError
+from ..fsutil import atomic_path, atomic_write_text, ensure_dir
+from ..models import load_model, select_device
+from ..models.protocol import Classifier
+from ..models.registry import object_name
+from ..models.weights import file_sha256
+from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
+from ..seeding import derive_seed
+from .classes import ClassSubset, resolve_class_subset
+from .data import KeyedImages, TrainingCollate, TrainingImages, TrainingSet, epoch_batches, read_training_set
+from .finetuned import MANIFEST_FORMAT, MANIFEST_NAME, WEIGHTS_NAME, finetuned_spec, load_state, read_manifest
+from .heads import UNREADABLE_CHECKPOINT, check_state_dict, find_head, head_outputs, replace_head
+from .progress import ImageProgress
+
+CHECKPOINT_NAME = "checkpoint.pt"
+CHECKPOINT_FORMAT = "robustlab-finetune-checkpoint/1"
+SCHEDULES = ("cosine", "step", "constant")
+TRAINABLE = ("all", "head")
+#: Wrappers a model can be fine-tuned through (the others average test-time views).
+TRAINABLE_WRAPPERS = ("clahe",)
+#: Modules the DataLoader's forkserver imports once.
+WORKER_PRELOAD = ("torch", "robustlab.corruptions", "robustlab.train.data")
+
+
+@dataclass(frozen=True)
+class WorkerInit:
+    """DataLoader ``worker_init_fn``: one thread per worker, ignore Ctrl-C, exit with the parent."""
+
+    parent_pid: int
+
+    def __call__(self, worker_id: int) -> None:
+        single_threaded_worker(self.parent_pid)
+
+
+# --- settings ----------------------------------------------------------------------------------------------
+
+
+def base_spec(model: object) -> str:
+    """The spec a fine-tuned model is rebuilt from (absolute paths for ``python:file.py`` and ``finetuned:``)."""
+    spec = model if isinstance(model, str) else getattr(model, "source", {}).get("spec")
+    if not isinstance(spec, str):
+        raise InputError("finetune needs a model spec (torchvision:NAME, timm:NAME, python:file.py:factory, demo:NAME, "
+                         "finetuned:FOLDER) or a model loaded with robustlab.models.load_model from one, so that the "
+                         "fine-tuned model can be rebuilt; put your nn.Module in a python: factory file.")
+    source, _, rest = spec.partition(":")
+    if source == "onnx":
+        raise InputError(f"{spec}: ONNX models cannot be trained (no gradients); fine-tune the PyTorch model.")
+    if source == "python":
+        module, _, attr = rest.rpartition(":")
+        if module.endswith(".py"):
+            return f"python:{Path(module).expanduser().resolve()}:{attr}"
+    if source == "finetuned":
+        from .finetuned import split_spec
+
+        folder, digest = split_spec(rest)
+        return f"finetuned:{folder.resolve()}" + (f"@{digest}" if digest else "")
+    return spec
+
+
+def make_augmenter(augment: object, severities: str | Sequence[int], seed: int) -> tuple[Any, dict | None]:
+    """``(callable or None, its JSON-able description)`` of an ``augment`` argument."""
+    if augment is None or augment is False or augment == "none":
+        return None, None
+    if isinstance(augment, (str, list, tuple)):
+        from ..corruptions.transforms import RandomCorruption
+
+        transform = RandomCorruption(augment, severities=severities, seed=derive_seed(seed, "augment"))
+        return transform, {"corruptions": list(transform.names), "severities": list(transform.severity_choices),
+                           "p": transform.p, "profile": transform.profile,
+                           "spec": augment if isinstance(augment, str) else ",".join(augment)}
+    if callable(augment):
+        return augment, {"object": repr(augment)}
+    raise InputError(f"augment must be a scheme (paper-noise), corruption names or an augmentation object; "
+                     f"got {type(augment).__name__}.")
+
+
+def settings_diff(old: dict, new: dict) -> list[str]:
+    return [f"{k}: {old.get(k)!r} (asked: {new.get(k)!r})" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+
+
+def _lr_factor(schedule: str, total_steps: int) -> Callable[[int], float]:
+    if schedule == "cosine":
+        return lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / max(1, total_steps)))
+    if schedule == "step":
+        return lambda step: 1.0 if step < total_steps // 2 else 0.1
+    return lambda step: 1.0
+
+
+def _check_numbers(epochs: int, batch_size: int, lr: float, momentum: float, weight_decay: float, schedule: str,
+                   train: str) -> None:
+    if int(epochs) < 1:
+        raise InputError(f"epochs must be at least 1; got {epochs}.")
+    if int(batch_size) < 2:
+        raise InputError(f"batch size must be at least 2 (batch norm trains on batches); got {batch_size}.")
+    if not float(lr) > 0:
+        raise InputError(f"learning rate must be positive; got {lr}.")
+    if not 0 <= float(momentum) < 1:
+        raise InputError(f"momentum must be in [0, 1); got {momentum}.")
+    if float(weight_decay) < 0:
+        raise InputError(f"weight decay must be >= 0; got {weight_decay}.")
+    if schedule not in SCHEDULES:
+        raise InputError(f"unknown schedule {schedule!r}; use one of {', '.join(SCHEDULES)}.")
+    if train not in TRAINABLE:
+        raise InputError(f"train must be one of {', '.join(TRAINABLE)}; got {train!r}.")
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+
+
+def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int = 1, augment: object = None,
+             classes: str | Sequence[str] | ClassSubset | None = None, seed: int = 0, batch_size: int = 32,
+             lr: float = 0.01, momentum: float = 0.9, weight_decay: float = 1e-4, schedule: str = "cosine",
+             train: str = "all", crop: str = "random", severities: str | Sequence[int] = "1-5",
+             wrap: str | None = None, class_map: object = "auto", init: str | os.PathLike | None = None,
+             workers: int | None = None, device: str | None = "auto", checkpoint_every: int | None = None,
+             checkpoint_minutes: float = 10.0, progress: bool | None = None,
+             log: Callable[[str], None] | None = None,
+             on_step: Callable[[int, int, float], None] | None = None) -> str:
+    """Fine-tune ``model`` on ``data``; write the model to ``out``; return its ``finetuned:`` spec.
+
+    Parameters
+    ----------
+    model : str or Classifier
+        A classifier spec, or a classifier loaded from one (see :func:`base_spec`); a loaded
+        classifier starts from its current weights (a copy: the object is not changed).
+    data : path, TrainingSet, ArrayDataset or sample set
+        See :func:`robustlab.train.data.read_training_set`: an image folder, a pm-k/video frame
+        set folder, a listing ``.txt``, or in-memory images (uint8 HxWx3).
+    out : path
+        Output folder (checkpoint while running; ``model.pt`` + ``finetuned.json`` at the end).
+    epochs : int
+    augment : None, str or callable
+        ``"paper-noise"``, a corruption subset or names, or an object called as
+        ``augment(uint8 NHWC batch, ids=[(epoch, index), ...])``.
+    classes : str, list or ClassSubset, optional
+        Target classes (``vid30``, wnids, names); see :mod:`robustlab.train.classes`.
+    seed : int
+        Base seed of the data order, crops, augmentation and the new head.
+    batch_size, lr, momentum, weight_decay, schedule, train, crop : the recipe (module docstring)
+    severities : augmentation severities (``"1-5"``, ``"3"``, ``[1, 3]``)
+    wrap : str, optional
+        ``"clahe"``: train (and later evaluate) through CLAHE, as ImageNet-C's histogram
+        equalisation experiment.
+    class_map : class indices of an image folder (see ``read_image_folder``)
+    init : path, optional
+        A ``state_dict`` file to start from instead of the spec's weights (same architecture).
+    workers : int, optional
+        DataLoader worker processes (default: CPUs - 1, at most 8; 0 = main process).
+    device : ``auto`` (CUDA when present, else CPU), ``cpu``, ``cuda``, ``cuda:N``
+    checkpoint_every, checkpoint_minutes : when to write ``checkpoint.pt`` besides epoch ends
+    progress : show a progress bar (default: when stderr is a terminal)
+    log : callable, optional
+        Receives one line per event (resume, epoch summary, finish).
+    on_step : callable, optional
+        Called as ``on_step(epoch, step_in_epoch, loss)`` after every optimiser step.
+
+    Returns
+    -------
+    str
+        ``finetuned:<out>@<sha256 prefix>``, a spec ``robustlab evaluate`` and
+        :func:`~robustlab.models.load_model` accept.
+
+    Raises
+    ------
+    InputError
+        Bad options, unknown classes (with near matches), ``out`` holding another run.
+    ModelError
+        A detector or non-differentiable model, ``init`` weights of another architecture.
+    DataError
+        Missing or empty data.
+    """
+    say = log or (lambda line: None)
+    _check_numbers(epochs, batch_size, lr, momentum, weight_decay, schedule, train)
+    wrap = canonical_wrap(wrap)
+    if wrap and any(step.split(":")[0] not in TRAINABLE_WRAPPERS for step in wrap.split("+")):
+        raise InputError(f"finetune trains through {', '.join(TRAINABLE_WRAPPERS)} only; {wrap} includes test-time "
+                         "view averaging: fine-tune without it and pass --wrap to evaluate instead.")
+    out = ensure_dir(out)
+    subset = resolve_class_subset(classes) if classes is not None and not isinstance(classes, ClassSubset) else classes
+    spec = base_spec(model)
+    training_set = read_training_set(data, classes=subset, class_map=class_map)
+    augmenter, augment_info = make_augmenter(augment, severities, seed)
+    init_path = Path(init).expanduser().resolve() if init is not None else None
+    if init_path is not None and not init_path.is_file():
+        raise DataError(f"--init weights {init_path} do not exist.")
+    settings = {
+        "model": spec, "data": {**training_set.source, "fingerprint": training_set.fingerprint()},
+        "classes": list(training_set.classes), "subset": subset.spec if subset is not None else None,
+        "augment": augment_info, "epochs": int(epochs), "batch_size": int(batch_size), "lr": float(lr),
+        "momentum": float(momentum), "weight_decay": float(weight_decay), "schedule": schedule, "train": train,
+        "crop": crop, "wrap": wrap, "seed": int(seed),
+        "init": file_sha256(init_path) if init_path is not None else None,
+        # a loaded model may carry other weights than its spec's: they are part of the run's identity
+        "start": object_name(model.net).rpartition("@")[2] if isinstance(model, Classifier) else None,
+    }
+    settings = json.loads(json.dumps(settings))  # the stored (JSON) form, so comparisons are exact
+
+    if (out / MANIFEST_NAME).is_file():
+        manifest = read_manifest(out)
+        diff = settings_diff(manifest.get("settings", {}), settings)
+        if diff:
+            raise InputError(f"{out} already holds a fine-tuned model made with other settings ({'; '.join(diff[:4])}). "
+                             "Choose another --out, or delete the folder to train again.")
+        say(f"{out} already holds this fine-tuned model")
+        return finetuned_spec(out, manifest["weights_sha256"])
+    checkpoint = load_checkpoint(out / CHECKPOINT_NAME)
+    if checkpoint is not None:
+        diff = settings_diff(checkpoint["settings"], settings)
+        if diff:
+            raise InputError(f"{out / CHECKPOINT_NAME} is a run with other settings ({'; '.join(diff[:4])}); rerun "
+                             "with those settings to resume it, or choose another --out.")
+
+    classifier = copy.deepcopy(model).cpu() if isinstance(model, Classifier) else load_model(spec, device="cpu")
+    if not isinstance(classifier, Classifier) or isinstance(classifier, WrappedClassifier):
+        raise ModelError(f"{spec} is not a plain classifier; finetune trains classifiers (pass wrap= for CLAHE).")
+    if not classifier.differentiable:
+        raise ModelError(f"{spec} is not differentiable (no gradients reach its weights); it cannot be fine-tuned.")
+    if init_path is not None:
+        load_state(classifier, init_path, what=f"--init weights {init_path}",
+                   fix=f"Give a state_dict saved from the network of {spec}.")
+    head = resize_head_for(classifier, training_set, subset is not None, seed)
+    trained = wrap_classifier(classifier, wrap) if wrap else classifier
+    dev = select_device(device)
+    trained.to(dev)
+    head_path = (head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]) if train == "head" else ""
+    parameters = set_trainable(classifier, head_path, train)
+    optimizer = torch.optim.SGD(parameters, lr=float(lr), momentum=float(momentum), weight_decay=float(weight_decay))
+    per_epoch = len(epoch_batches(len(training_set), batch_size, seed, 0))
+    total_steps = per_epoch * int(epochs)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(schedule, total_steps))
+
+    run = TrainingRun(trained, classifier, training_set, optimizer, scheduler, settings, out, dev, head)
+    if checkpoint is not None:
+        run.restore(checkpoint)
+        say(f"resuming {out}: epoch {run.step // per_epoch + 1}/{epochs}, step {run.step % per_epoch}/{per_epoch}")
+    images = TrainingImages(training_set.samples, trained.preprocessing, crop, seed)
+    workers = default_workers() if workers is None else int(workers)
+    if workers < 0:
+        raise InputError(f"workers must be 0 or more; got {workers}.")
+    run.train(images, augmenter, epochs=int(epochs), batch_size=int(batch_size), seed=int(seed), workers=workers,
+              checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, progress=progress, log=say,
+              on_step=on_step)
+    spec_out = run.finish()
+    say(f"fine-tuned model written to {out}: {spec_out}")
+    return spec_out
+
+
+def default_workers() -> int:
+    """DataLoader workers: the CPU count minus one for the training process, at most 8."""
+    return max(0, min(8, (os.cpu_count() or 1) - 1))
+
+
+def resize_head_for(classifier: Classifier, data: TrainingSet, forced: bool, seed: int) -> dict | None:
+    """Resize ``classifier``'s head to the data's classes when they differ (or ``forced``); describe it."""
+    k = len(data.classes)
+    if not forced and classifier.num_classes == k:
+        return None
+    path, layer = find_head(classifier.net, classifier.num_classes)
+    if not forced and head_outputs(layer) == k:  # the model did not say its class count; its head has k
+        classifier.num_classes = k
+        return None
+    rows = data.imagenet_rows if head_outputs(layer) == 1000 and data.imagenet_rows else None
+    replace_head(classifier.net, path, k, seed=seed, init_rows=rows)
+    classifier.num_classes = k
+    return {"path": path, "classes": k, "init": "imagenet-rows" if rows else "random"}
+
+
+def set_trainable(classifier: Classifier, head_path: str, train: str) -> list[torch.nn.Parameter]:
+    """Parameters to optimise: all, or the head's only (the rest frozen)."""
+    if train == "all":
+        return [p for p in classifier.net.parameters() if p.requires_grad]
+    head = classifier.net.get_submodule(head_path)
+    head_ids = {id(p) for p in head.parameters()}
+    for p in classifier.net.parameters():
+        p.requires_grad_(id(p) in head_ids)
+    return list(head.parameters())
+
+
+def load_checkpoint(path: Path) -> dict | None:
+    """A checkpoint written by :class:`TrainingRun`, or None when there is none."""
+    if not path.is_file():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except UNREADABLE_CHECKPOINT as exc:
+        raise DataError(f"cannot read the checkpoint {path}: {exc}. Delete it to train from the start.") from exc
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise DataError(f"{path} is not a robustlab fine-tuning checkpoint; delete it or choose another --out.")
+    return state
+
+
+class TrainingRun:
+    """The state of one fine-tuning run: model, optimiser, schedule, position, history."""
+
+    def __init__(self, trained: Classifier, classifier: Classifier, data: TrainingSet, optimizer, scheduler,
+                 settings: dict, out: Path, device: torch.device, head: dict | None) -> None:
+        self.trained, self.classifier, self.data = trained, classifier, data
+        self.optimizer, self.scheduler = optimizer, scheduler
+        self.settings, self.out, self.device, self.head = settings, out, device, head
+        self.step = 0
+        self.history: list[dict] = []
+        self.running = {"loss": 0.0, "correct": 0, "images": 0, "seconds": 0.0}
+        self.rng_state: dict | None = None
+        self.seconds = 0.0
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+
+    def restore(self, state: dict) -> None:
+        load = dict(state["net"])
+        check_state_dict(self.classifier.net, load, what=f"checkpoint {self.out / CHECKPOINT_NAME}",
+                         fix="Delete it to train from the start.")
+        self.classifier.net.load_state_dict(load)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step, self.history = int(state["step"]), list(state["history"])
+        self.running, self.seconds = dict(state["running"]), float(state["seconds"])
+        self.rng_state = state["rng"]
+
+    def save_checkpoint(self) -> None:
+        state = {"format": CHECKPOINT_FORMAT, "settings": self.settings, "step": self.step,
+                 "net": {k: v.detach().cpu() for k, v in self.classifier.net.state_dict().items()},
+                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                 "history": self.history, "running": self.running, "seconds": self.seconds,
+                 "rng": {"cpu": torch.get_rng_state(),
+                         "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None}}
+        with atomic_path(self.out / CHECKPOINT_NAME) as tmp:
+            torch.save(state, tmp)
+
+    # -- training -----------------------------------------------------------------------------------------
+
+    def train(self, images: TrainingImages, augmenter, *, epochs: int, batch_size: int, seed: int, workers: int,
+              checkpoint_every: int | None, checkpoint_minutes: float, progress: bool | None,
+              log: Callable[[str], None], on_step) -> None:
+        n = len(self.data)
+        plan = [b for e in range(epochs) for b in epoch_batches(n, batch_size, seed, e)]
+        per_epoch = len(plan) // epochs
+        todo = plan[self.step:]
+        if not todo:
+            return
+        targets = torch.as_tensor(self.data.targets)
+        soft = self._soft_targets()
+        loader = torch.utils.data.DataLoader(
+            KeyedImages(images), batch_sampler=todo, num_workers=workers, collate_fn=TrainingCollate(augmenter),
+            pin_memory=self.device.type == "cuda", worker_init_fn=WorkerInit(os.getpid()) if workers else None,
+            prefetch_factor=4 if workers else None, persistent_workers=False,
+            multiprocessing_context=pool_context(WORKER_PRELOAD) if workers else None,
+            generator=torch.Generator().manual_seed(derive_seed(seed, "loader")))  # not the global RNG: resumable
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        last_save = time.monotonic()
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.random.fork_rng(devices=devices))
+            if self.rng_state is None:
+                torch.manual_seed(derive_seed(seed, "torch"))
+            else:
+                torch.set_rng_state(self.rng_state["cpu"])
+                if devices and self.rng_state.get("cuda") is not None:
+                    torch.cuda.set_rng_state(self.rng_state["cuda"], self.device)
+            bar = stack.enter_context(ImageProgress("finetune", sum(len(b) for b in todo), enabled=progress))
+            self._set_mode()
+            started = time.perf_counter()
+            for indices, pixels in loader:
+                epoch, in_epoch = divmod(self.step, per_epoch)
+                bar.describe(f"finetune epoch {epoch + 1}/{epochs}")
+                x = pixels.to(self.device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255.0)
+                logits = self.trained(x)
+                if soft is not None:
+                    target = soft[indices].to(self.device)
+                    loss = torch.sum(-target * F.log_softmax(logits, dim=1), dim=1).mean()
+                    hit = target.gather(1, logits.argmax(dim=1, keepdim=True)).squeeze(1) > 0
+                else:
+                    target = targets[indices].to(self.device)
+                    loss = F.cross_entropy(logits, target)
+                    hit = logits.argmax(dim=1) == target
+                if not torch.isfinite(loss):
+                    raise ModelError(f"the training loss became {loss.item()} at epoch {epoch + 1}, step {in_epoch + 1}; "
+                                     "lower the learning rate (--lr).")
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.optimizer.step()
+                self.scheduler.step()
+                self.step += 1
+                value = float(loss.detach())
+                now = time.perf_counter()
+                self.running["loss"] += value * len(indices)
+                self.running["correct"] += int(hit.sum())
+                self.running["images"] += len(indices)
+                self.running["seconds"] += now - started
+                self.seconds += now - started
+                started = now
+                bar.advance(len(indices), f"loss {self.running['loss'] / self.running['images']:.3f}")
+                if in_epoch + 1 == per_epoch:
+                    self._end_epoch(epoch, log)
+                if (in_epoch + 1 == per_epoch or (checkpoint_every and self.step % checkpoint_every == 0)
+                        or time.monotonic() - last_save > 60 * checkpoint_minutes):
+                    self.save_checkpoint()
+                    last_save = time.monotonic()
+                if on_step is not None:
+                    on_step(epoch, in_epoch, value)
+                started = time.perf_counter()
+
+    def _set_mode(self) -> None:
+        if self.settings["train"] == "head":
+            self.trained.eval()  # frozen body: batch-norm statistics and dropout as at test time
+        else:
+            self.trained.train()
+
+    def _soft_targets(self) -> torch.Tensor | None:
+        if not self.data.label_sets:
+            return None
+        k = len(self.data.classes)
+        soft = torch.zeros(len(self.data), k)
+        for i, labels in enumerate(self.data.label_sets):
+            soft[i, list(labels)] = 1.0 / len(labels)
+        return soft
+
+    def _end_epoch(self, epoch: int, log: Callable[[str], None]) -> None:
+        r = self.running
+        row = {"epoch": epoch + 1, "loss": r["loss"] / max(1, r["images"]),
+               "accuracy": r["correct"] / max(1, r["images"]), "images": r["images"],
+               "lr": float(self.optimizer.param_groups[0]["lr"]), "seconds": round(r["seconds"], 3),
+               "images_per_second": r["images"] / r["seconds"] if r["seconds"] > 0 else None}
+        self.history.append(row)
+        self.running = {"loss": 0.0, "correct": 0, "images": 0, "seconds": 0.0}
+        log(f"epoch {row['epoch']}: loss {row['loss']:.4f}, training accuracy {100 * row['accuracy']:.1f}% "
+            f"({row['images']} images, {row['images_per_second'] or 0:.1f} img/s)")
+
+    # -- the result ---------------------------------------------------------------------------------------
+
+    def finish(self) -> str:
+        """Write ``model.pt`` and ``finetuned.json`` (atomically), drop the checkpoint, return the spec."""
+        state = {k: v.detach().cpu() for k, v in self.classifier.net.state_dict().items()}
+        weights = self.out / WEIGHTS_NAME
+        with atomic_path(weights) as tmp:
+            torch.save(state, tmp)
+        digest = file_sha256(weights)
+        s = self.settings
+        manifest = {
+            "format": MANIFEST_FORMAT, "base": s["model"], "head": self.head,
+            "num_classes": len(self.data.classes), "classes": list(self.data.classes),
+            "preprocessing": self.classifier.preprocessing.to_dict(), "wrap": s["wrap"],
+            "weights": WEIGHTS_NAME, "weights_sha256": digest,
+            "recipe": {k: s[k] for k in ("subset", "augment", "epochs", "batch_size", "lr", "schedule", "train",
+                                         "crop", "seed")},
+            "settings": s, "history": self.history, "seconds": round(self.seconds, 3),
+            "device": str(self.device), "torch": torch.__version__, "robustlab": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        atomic_write_text(self.out / MANIFEST_NAME, json.dumps(manifest, indent=1) + "\n")
+        (self.out / CHECKPOINT_NAME).unlink(missing_ok=True)
+        return finetuned_spec(self.out, digest)
+
+
+def training_summary(spec_or_folder: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a fine-tuned model (``finetuned:`` spec or folder): recipe, history, classes."""
+    text = str(spec_or_folder)
+    if text.startswith("finetuned:"):
+        from .finetuned import split_spec
+
+        folder, _ = split_spec(text[len("finetuned:"):])
+    else:
+        folder = Path(text)
+    return read_manifest(folder)
+

@@ -1,0 +1,25 @@
+"""Every command group is registered on the CLI (a merge once dropped finetune and stylize)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+COMMANDS = ("corrupt", "list", "report", "perturb", "import-mmdet", "export-detection", "evaluate", "runs", "show",
+            "demo", "study", "video", "review", "finetune", "stylize")
+
+
+def test_every_command_is_listed_in_help():
+    out = subprocess.run([sys.executable, "-m", "robustlab.cli", "--help"], capture_output=True, text=True,
+                         timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    listed = {line.split()[1] for line in out.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 1}
+    missing = [c for c in COMMANDS if c not in listed]
+    assert not missing, f"commands missing from robustlab --help: {missing}\n{out.stdout}"
+
+
+def test_evaluate_help_lists_the_engine_options():
+    out = subprocess.run([sys.executable, "-m", "robustlab.cli", "evaluate", "--help"], capture_output=True,
+                         text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    for option in ("--executor", "--ray-address", "--tag", "--fingerprint", "--wrap", "--baseline-run"):
+        assert option in out.stdout, option
