@@ -56,10 +56,12 @@ RATIO_RANGE = (0.0, 3.0)
 
 
 def world_digest(root) -> dict[str, str]:
-    """sha256 of every file the demo generated under ``root/world``."""
+    """sha256 of every file the demo generated under ``root/world``; the output folder's own path,
+    which the video set's records name, is replaced by ``<out>`` first."""
     import hashlib
 
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+    own = str(root).encode()
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes().replace(own, b"<out>")).hexdigest()
             for p in sorted((root / "world").rglob("*")) if p.is_file()}
 
 
@@ -74,9 +76,10 @@ def headline_ratios(results, model: str) -> dict[str, float | None]:
 
 @pytest.mark.slow
 def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
-    """Two fresh quick demos from seed 0 give the same world, run ids and numbers; the demo CNN's
-    ratios to the baseline are interpretable; every report figure is free of overlapping text
-    (checked in Chromium when it is installed); a third run finds everything stored."""
+    """Two fresh quick demos from seed 0, in two folders, give the same world and numbers (run ids
+    name the data's path, so they differ between folders); the demo CNN's ratios to the baseline
+    are interpretable; every report figure is free of overlapping text (checked in Chromium when
+    it is installed); a third run in the first folder finds everything stored, same run ids."""
     from robustlab.engine import get_benchmark
     from robustlab.report import collect_results
     from robustlab.store import open_store
@@ -87,7 +90,7 @@ def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
     assert html.startswith("<!DOCTYPE html>") and "robustlab demo" in html
     assert 'id="fig-error-change-demo-cnn-noise"' in html  # the noise-augmented CNN beside the plain one
     assert world_digest(first.out) == world_digest(second.out)
-    assert second.runs == first.runs
+    assert {k: len(v) for k, v in second.runs.items()} == {k: len(v) for k, v in first.runs.items()}
     with open_store(first.store) as st:
         results = collect_results(st)
         assert {r.benchmark for r in results} == {"corrupted", "perturbed", "video-pmk", "adversarial-auc",
@@ -104,8 +107,9 @@ def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
         for name, value in ratios.items():  # defined on every corruption / perturbation, and in range
             assert value is not None and RATIO_RANGE[0] < value < RATIO_RANGE[1], (name, ratios)
         before = {r.run_id: canonical(r.metrics) for r in results}
+        by_setting = {(r.benchmark, r.model): canonical(r.metrics) for r in results}
     with open_store(second.store) as st:
-        assert {r.run_id: canonical(r.metrics) for r in collect_results(st)} == before
+        assert {(r.benchmark, r.model): canonical(r.metrics) for r in collect_results(st)} == by_setting
     third = demo_run.run_demo(tmp_path / "a", quick=True, progress=False, log=lambda s: None)
     assert third.runs == first.runs
     with open_store(third.store) as st:
@@ -115,8 +119,8 @@ def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
 
 def check_report_layout(report, tmp_path) -> None:
     """No overlapping text and no text over data in any SVG figure, at 1280 px in Chromium."""
-    from ..report.browser_checks import ARGS, CHROMIUM
-    from ..report.svg_layout import assert_no_overlap
+    from report.browser_checks import ARGS, CHROMIUM  # tests/ is on sys.path (rootdir conftest)
+    from report.svg_layout import assert_no_overlap
 
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed (run scripts/ci-system-deps.sh): layout not checked")
