@@ -13,7 +13,7 @@ through the evaluation engine and into one SQLite store:
 3. ``video-pmk``: short H.264 videos -> one anchor per video with its +-k frames -> simulated
    reviewers (three annotators, a documented similarity rule) -> finalize -> pm-k (66 videos
    in the full demo: at least 60 anchors survive review, so pm-k intervals are at most about
-   27 points wide);
+   26 points wide);
 4. ``adversarial-auc``: FGSM over the paper's epsilon grid, R;
 5. ``detection-corrupted``: the tiny detector on multi-digit scenes under the 15 benchmark
    corruptions: P, mPC, rPC;
