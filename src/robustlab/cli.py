@@ -144,7 +144,7 @@ def demo_train_command(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the weights \\[default: the package's]."),
     seed: int = typer.Option(0, "--seed", help="Seed of the world and of training."),
 ) -> None:
-    """Retrain the shipped demo models (CNN, baseline, detector) from the seed, CPU only (minutes)."""
+    """Retrain the shipped demo models (CNN, noise-augmented CNN, baseline, detector) from the seed, CPU only."""
     from .demo.training import train_demo_models
 
     train_demo_models(out_dir=out, seed=seed)

@@ -13,7 +13,7 @@ from robustlab.demo.world import make_scenes
 from robustlab.models import load_model
 from robustlab.models.protocol import Classifier, Detector, check_detections, check_logits
 
-LIMITS = {"cnn": 2_000_000, "baseline": 2_000_000, "detector": 5_000_000}
+LIMITS = {"cnn": 2_000_000, "cnn-noise": 2_000_000, "baseline": 2_000_000, "detector": 5_000_000}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_detector_follows_the_model_protocol():
         assert (o["boxes"][:, 2:] >= o["boxes"][:, :2]).all()
 
 
-@pytest.mark.parametrize("spec", ["demo:cnn", "demo:baseline", "demo:detector"])
+@pytest.mark.parametrize("spec", [f"demo:{name}" for name in demo_models.DEMO_MODELS])
 def test_registered_as_model_source(spec):
     model = load_model(spec, device="cpu")
     assert model.name == spec and not model.training
@@ -70,13 +70,23 @@ def test_unknown_demo_model_is_a_clear_error():
 def test_shipped_classifiers_reach_recorded_accuracy_on_regenerated_test_split(metadata):
     test = make_scenes("test", 500, seed=0)  # the recorded split, regenerated from the seed
     accs = {}
-    for name in ("cnn", "baseline"):
+    for name in demo_models.CLASSIFIERS:
         net = demo_models.load_network(name)
         accs[name] = classification_accuracy(net, test.images, test.labels)
         recorded = metadata["models"][name]["test"]["accuracy"]
         assert abs(accs[name] - recorded) <= 0.01, (name, accs[name], recorded)  # a few borderline images
     assert accs["cnn"] > 0.9
-    assert accs["baseline"] < accs["cnn"] - 0.15
+    assert accs["baseline"] < accs["cnn"] - 0.15  # the AlexNet role: clearly less accurate
+    assert accs["cnn-noise"] > 0.8
+
+
+def test_the_noise_augmented_cnn_is_recorded_with_its_recipe(metadata):
+    entry = metadata["models"]["cnn-noise"]
+    assert entry["augmentation"]["scheme"] == "paper-noise" and entry["augmentation"]["p"] == 1.0
+    assert entry["augmentation"]["corruptions"] == ["gaussian_noise", "gaussian_blur", "shot_noise", "contrast",
+                                                    "impulse_noise", "jpeg_compression"]
+    assert entry["seeds_of"] == "cnn" and entry["epochs"] == metadata["models"]["cnn"]["epochs"]
+    assert metadata["models"]["baseline"]["epochs"] < metadata["models"]["cnn"]["epochs"]
 
 
 def test_baseline_is_less_robust_than_cnn():

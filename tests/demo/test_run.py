@@ -51,27 +51,98 @@ def canonical(rows) -> list[tuple]:
     return sorted((m, s, None if v != v else v) for m, s, v in rows)
 
 
+#: The range the demo CNN's ratios to the baseline must land in (0-300 %: a reader can interpret them).
+RATIO_RANGE = (0.0, 3.0)
+
+
+def world_digest(root) -> dict[str, str]:
+    """sha256 of every file the demo generated under ``root/world``; the output folder's own path,
+    which the video set's records name, is replaced by ``<out>`` first."""
+    import hashlib
+
+    own = str(root).encode()
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes().replace(own, b"<out>")).hexdigest()
+            for p in sorted((root / "world").rglob("*")) if p.is_file()}
+
+
+def headline_ratios(results, model: str) -> dict[str, float | None]:
+    """relative mCE (all 15 benchmark corruptions), mFR and mT5D (all 10 perturbations) of ``model``."""
+    corrupted = next(r for r in results if r.benchmark == "corrupted" and r.model == model)
+    perturbed = next(r for r in results if r.benchmark == "perturbed" and r.model == model)
+    rates = {(m, s): v for m, s, v in perturbed.metrics}
+    return {"relative_mce": corrupted.summary.get("relative_mce"), "mfr": rates.get(("mfr", "")),
+            "mt5d": rates.get(("mt5d", ""))}
+
+
 @pytest.mark.slow
-def test_quick_demo_end_to_end_twice_gives_the_same_numbers(tmp_path):
+def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
+    """Two fresh quick demos from seed 0, in two folders, give the same world and numbers (run ids
+    name the data's path, so they differ between folders); the demo CNN's ratios to the baseline
+    are interpretable; every report figure is free of overlapping text (checked in Chromium when
+    it is installed); a third run in the first folder finds everything stored, same run ids."""
     from robustlab.engine import get_benchmark
     from robustlab.report import collect_results
     from robustlab.store import open_store
 
-    first = demo_run.run_demo(tmp_path / "demo", quick=True, progress=False, log=lambda s: None)
+    first = demo_run.run_demo(tmp_path / "a", quick=True, progress=False, log=lambda s: None)
+    second = demo_run.run_demo(tmp_path / "b", quick=True, progress=False, log=lambda s: None)
     html = first.report.read_text()
     assert html.startswith("<!DOCTYPE html>") and "robustlab demo" in html
+    assert 'id="fig-error-change-demo-cnn-noise"' in html  # the noise-augmented CNN beside the plain one
+    assert world_digest(first.out) == world_digest(second.out)
+    assert {k: len(v) for k, v in second.runs.items()} == {k: len(v) for k, v in first.runs.items()}
     with open_store(first.store) as st:
         results = collect_results(st)
         assert {r.benchmark for r in results} == {"corrupted", "perturbed", "video-pmk", "adversarial-auc",
                                                   "detection-corrupted"}
+        assert {r.model for r in results if r.benchmark == "corrupted"} == {"demo:baseline", "demo:cnn",
+                                                                           "demo:cnn-noise"}
         for r in results:  # every stored number is recomputable from the per-sample predictions
             bench = get_benchmark(r.benchmark)
             related = {a: st.read_predictions(rid) for a, rid in bench.related_runs(r.config).items()}
             assert canonical(bench.metrics(r.config, st.read_predictions(r.run_id), related)) == canonical(r.metrics)
         cnn = next(r for r in results if r.benchmark == "corrupted" and r.model == "demo:cnn")
         assert cnn.config["baseline_run"] and any(m == "ce" for m, _, _ in cnn.metrics)
+        ratios = headline_ratios(results, "demo:cnn")
+        for name, value in ratios.items():  # defined on every corruption / perturbation, and in range
+            assert value is not None and RATIO_RANGE[0] < value < RATIO_RANGE[1], (name, ratios)
         before = {r.run_id: canonical(r.metrics) for r in results}
-    second = demo_run.run_demo(tmp_path / "demo", quick=True, progress=False, log=lambda s: None)
-    assert second.runs == first.runs
+        by_setting = {(r.benchmark, r.model): canonical(r.metrics) for r in results}
     with open_store(second.store) as st:
+        assert {(r.benchmark, r.model): canonical(r.metrics) for r in collect_results(st)} == by_setting
+    third = demo_run.run_demo(tmp_path / "a", quick=True, progress=False, log=lambda s: None)
+    assert third.runs == first.runs
+    with open_store(third.store) as st:
         assert {r.run_id: canonical(r.metrics) for r in collect_results(st)} == before
+    check_report_layout(first.report, tmp_path)
+
+
+def check_report_layout(report, tmp_path) -> None:
+    """No overlapping text and no text over data in any SVG figure, at 1280 px in Chromium."""
+    from report.browser_checks import ARGS, CHROMIUM  # tests/ is on sys.path (rootdir conftest)
+    from report.svg_layout import assert_no_overlap
+
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (run scripts/ci-system-deps.sh): layout not checked")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(report.as_uri())
+        assert assert_no_overlap(page) >= 15
+        browser.close()
+
+
+@pytest.mark.slow
+def test_full_demo_video_set_has_at_least_60_anchors(tmp_path):
+    """The full demo's video world: enough anchors survive review for pm-k intervals <= 30 points."""
+    import json
+
+    from robustlab.metrics.stats import clopper_pearson
+
+    paths = demo_run.build_world(tmp_path, sizes={**demo_run.SIZES["quick"], "videos": demo_run.SIZES["full"]["videos"]},
+                                 seed=0, log=lambda s: None)
+    anchors = json.loads((paths["pmk"] / "pmsets.json").read_text())  # {anchor frame: [neighbour frames]}
+    assert len(anchors) >= 60
+    low, high = clopper_pearson(len(anchors) // 2, len(anchors))  # the widest interval: accuracy 50 %
+    assert high - low <= 0.30

@@ -65,3 +65,49 @@ def test_coco_ap_perfect_and_empty():
                for a in gt["annotations"]]
     assert training.coco_ap(gt, perfect)["AP"] == 1.0
     assert training.coco_ap(gt, [])["AP"] == 0.0
+
+
+SMALL = training.TrainConfig(epochs=1, n_per_epoch=12, batch_size=6)
+
+
+def test_noise_augmented_images_get_one_paper_noise_corruption_each_fresh_every_epoch():
+    from robustlab.corruptions.transforms import PAPER_NOISE_AUGMENTATION
+    from robustlab.demo.world import make_scenes
+
+    config = training.TrainConfig(**{**SMALL.__dict__, "augmentation": "paper-noise"})
+    augment = training.augmentation_of("cnn-noise", config, seed=0)
+    assert augment.names == PAPER_NOISE_AUGMENTATION and augment.p == 1.0 and augment.severity_choices == (1, 2, 3, 4, 5)
+    for epoch in (0, 1):
+        images, labels = training.training_images("cnn-noise", epoch, 0, config)
+        clean = make_scenes("train", 12, seed=0, start=epoch * 12)
+        np.testing.assert_array_equal(labels, clean.labels)
+        for i in range(12):
+            assert not np.array_equal(images[i], clean.images[i])  # every image is corrupted (p = 1)
+            np.testing.assert_array_equal(images[i], augment.apply_one(clean.images[i], (epoch, epoch * 12 + i)))
+    draws = {epoch: [augment.choose((epoch, i)) for i in range(12)] for epoch in (0, 1)}
+    assert draws[0] != draws[1]  # the same scene index draws again in another epoch
+    assert {name for name, _ in draws[0] + draws[1]} <= set(PAPER_NOISE_AUGMENTATION)
+    plain, _ = training.training_images("cnn", 0, 0, SMALL)
+    np.testing.assert_array_equal(plain, make_scenes("train", 12, seed=0).images)
+
+
+def test_the_noise_augmented_twin_differs_from_the_cnn_only_by_its_augmentation():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        twin = training.TrainConfig(**{**SMALL.__dict__, "seeds_of": "cnn"})
+        augmented = training.TrainConfig(**{**twin.__dict__, "augmentation": "paper-noise"})
+        cnn = training.train_classifier("cnn", 0, SMALL, log=lambda _: None)
+        same = training.train_classifier("cnn-noise", 0, twin, log=lambda _: None)
+        noisy = training.train_classifier("cnn-noise", 0, augmented, log=lambda _: None)
+    finally:
+        torch.set_num_threads(threads)
+    assert _states_equal(cnn, same)  # same start and batch order
+    assert not _states_equal(cnn, noisy)
+
+
+def test_shipped_configs():
+    assert training.CONFIGS["cnn-noise"].augmentation == "paper-noise"
+    assert training.CONFIGS["cnn-noise"].seeds_of == "cnn"
+    assert training.CONFIGS["cnn-noise"].epochs == training.CONFIGS["cnn"].epochs
+    assert training.CONFIGS["baseline"].epochs < training.CONFIGS["cnn"].epochs

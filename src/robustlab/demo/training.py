@@ -5,8 +5,12 @@
 - ``cnn`` (:class:`~robustlab.demo.models.SceneCNN`) on freshly generated training scenes
   every epoch (scene indices ``epoch * n .. (epoch + 1) * n - 1`` of the train split, i.e. new
   backgrounds, colours, positions and scales of the training digit instances), AdamW with a
-  one-cycle learning rate;
-- ``baseline`` (:class:`~robustlab.demo.models.SceneMLP`) the same way, fewer epochs;
+  one-cycle learning rate, 20 epochs;
+- ``cnn-noise``: the same network, initial weights, scenes and batch order as ``cnn``, but
+  every training image gets exactly one corruption of the paper-000 noise scheme
+  (:class:`~robustlab.corruptions.transforms.RandomCorruption` ``"paper-noise"``, severity
+  1-5, ids ``(epoch, scene index)`` so the draws are fresh each epoch);
+- ``baseline``: the same architecture trained for 5 epochs only (the AlexNet role);
 - ``detector`` (:class:`~robustlab.demo.detector.DigitCenterNet`) on fresh multi-digit scenes
   every epoch;
 
@@ -31,28 +35,47 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..corruptions.transforms import RandomCorruption
 from ..fsutil import atomic_write_bytes, atomic_write_text, ensure_dir
 from ..seeding import derive_seed
 from .detection_scenes import DetectionScenes, coco_dict, make_detection_scenes
 from .detector import centernet_loss, centernet_targets
-from .models import METADATA_FILE, build_network
+from .models import DEMO_MODELS, METADATA_FILE, build_network
 from .world import DEFAULT_SIZES, make_scenes
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Epochs, batch size and learning rate of one model (AdamW, one-cycle schedule)."""
+    """How one demo model is trained (AdamW, one-cycle learning-rate schedule).
+
+    Attributes
+    ----------
+    epochs, batch_size, lr, weight_decay, n_per_epoch
+        Optimisation; every epoch sees ``n_per_epoch`` freshly generated scenes.
+    augmentation : str or None
+        A :class:`~robustlab.corruptions.transforms.RandomCorruption` scheme or corruption list
+        applied to every training image (None: clean scenes).
+    severities : str
+        Severities the augmentation draws from, uniformly.
+    seeds_of : str or None
+        Derive the initial weights and the batch order as for this other model (None: its own
+        name), so two models can differ in one thing only.
+    """
 
     epochs: int
     batch_size: int = 32
     lr: float = 4e-3
     weight_decay: float = 1e-4
     n_per_epoch: int = 2000
+    augmentation: str | None = None
+    severities: str = "1-5"
+    seeds_of: str | None = None
 
 
 CONFIGS = {
     "cnn": TrainConfig(epochs=20),
-    "baseline": TrainConfig(epochs=25, lr=3e-3),
+    "cnn-noise": TrainConfig(epochs=20, augmentation="paper-noise", seeds_of="cnn"),
+    "baseline": TrainConfig(epochs=5),
     "detector": TrainConfig(epochs=10, n_per_epoch=1500),
 }
 
@@ -63,7 +86,8 @@ def _to_tensor(images: np.ndarray) -> torch.Tensor:
 
 def _train_loop(net: nn.Module, config: TrainConfig, seed: int, name: str,
                 epoch_data: Callable[[int], Any], step_loss: Callable[[nn.Module, Any, np.ndarray], torch.Tensor],
-                log: Callable[[str], None]) -> None:
+                log: Callable[[str], None], label: str | None = None) -> None:
+    """Train ``net`` in place; the batch order of each epoch comes from ``derive_seed(seed, name, "order", epoch)``."""
     steps_per_epoch = -(-config.n_per_epoch // config.batch_size)
     opt = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=config.epochs * steps_per_epoch,
@@ -81,28 +105,59 @@ def _train_loop(net: nn.Module, config: TrainConfig, seed: int, name: str,
             opt.step()
             sched.step()
             total += float(loss.detach()) * len(idx)
-        log(f"{name} epoch {epoch + 1}/{config.epochs}: loss {total / config.n_per_epoch:.4f}")
+        log(f"{label or name} epoch {epoch + 1}/{config.epochs}: loss {total / config.n_per_epoch:.4f}")
     net.eval()
+
+
+def augmentation_of(name: str, config: TrainConfig, seed: int = 0) -> RandomCorruption | None:
+    """The training augmentation of demo model ``name`` (None when it trains on clean scenes);
+    its draws are seeded by ``derive_seed(seed, name, "augmentation")``."""
+    if config.augmentation is None:
+        return None
+    return RandomCorruption(config.augmentation, severities=config.severities,
+                            seed=derive_seed(seed, name, "augmentation"))
+
+
+def training_images(name: str, epoch: int, seed: int = 0, config: TrainConfig | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The training scenes demo classifier ``name`` sees in ``epoch``, augmented as configured.
+
+    Returns
+    -------
+    images : ndarray, uint8 (n_per_epoch, 64, 64, 3)
+        Scenes ``epoch * n .. (epoch + 1) * n - 1`` of the train split; with an augmentation,
+        scene ``i`` gets the corruption drawn for the id ``(epoch, i)``.
+    labels : ndarray, int64 (n_per_epoch,)
+    """
+    config = config or CONFIGS[name]
+    start = epoch * config.n_per_epoch
+    scenes = make_scenes("train", config.n_per_epoch, seed=seed, start=start)
+    augment = augmentation_of(name, config, seed)
+    if augment is None:
+        return scenes.images, scenes.labels
+    ids = [(int(epoch), start + i) for i in range(config.n_per_epoch)]
+    return augment(scenes.images, ids=ids), scenes.labels
 
 
 def train_classifier(name: str, seed: int = 0, config: TrainConfig | None = None,
                      log: Callable[[str], None] = print) -> nn.Module:
-    """Train demo classifier ``name`` (``cnn`` or ``baseline``) on fresh scenes every epoch."""
+    """Train demo classifier ``name`` (see :data:`CONFIGS`) on fresh scenes every epoch."""
     config = config or CONFIGS[name]
     loss_fn = nn.CrossEntropyLoss(label_smoothing=0.05)
+    seed_name = config.seeds_of or name
 
     def epoch_data(epoch: int):
-        s = make_scenes("train", config.n_per_epoch, seed=seed, start=epoch * config.n_per_epoch)
-        return _to_tensor(s.images), torch.from_numpy(s.labels)
+        images, labels = training_images(name, epoch, seed, config)
+        return _to_tensor(images), torch.from_numpy(labels)
 
     def step_loss(net, data, idx):
         x, y = data
         return loss_fn(net(x[idx]), y[idx])
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(derive_seed(seed, name, "init"))
+        torch.manual_seed(derive_seed(seed, seed_name, "init"))
         net = build_network(name)
-        _train_loop(net, config, seed, name, epoch_data, step_loss, log)
+        _train_loop(net, config, seed, seed_name, epoch_data, step_loss, log, label=name)
     return net
 
 
@@ -186,7 +241,7 @@ def state_bytes(net: nn.Module) -> bytes:
 
 
 def train_demo_models(out_dir: str | os.PathLike | None = None, seed: int = 0, *,
-                      models: tuple[str, ...] = ("cnn", "baseline", "detector"), threads: int | None = 1,
+                      models: tuple[str, ...] = DEMO_MODELS, threads: int | None = 1,
                       log: Callable[[str], None] = print) -> dict[str, Any]:
     """Train the demo models from ``seed`` on CPU and write their weights and ``models.json``.
 
@@ -228,9 +283,15 @@ def train_demo_models(out_dir: str | os.PathLike | None = None, seed: int = 0, *
             seconds = time.perf_counter() - t0
             data = state_bytes(net)
             atomic_write_bytes(out / f"{name}.pt", data)
+            config = CONFIGS[name]
+            augment = augmentation_of(name, config, seed)
             metadata["models"][name] = {
                 "class": type(net).__name__, "seed": int(seed), "train_seconds": round(seconds, 1),
-                "threads": torch.get_num_threads(), "epochs": CONFIGS[name].epochs,
+                "threads": torch.get_num_threads(), "epochs": config.epochs,
+                **({"augmentation": {"scheme": config.augmentation, "corruptions": list(augment.names),
+                                     "severities": list(augment.severity_choices), "p": augment.p}}
+                   if augment is not None else {}),
+                **({"seeds_of": config.seeds_of} if config.seeds_of else {}),
                 "parameters": int(sum(p.numel() for p in net.parameters())), "bytes": len(data),
                 "test": {k: round(v, 4) for k, v in scores.items()},
                 "test_set": ("detection scenes, test split, n=300, 96x96" if name == "detector"

@@ -1,4 +1,5 @@
-"""The common-corruptions section (``imagenet-c``, ``corrupted``): CE per corruption, error vs severity, clean vs corrupted accuracy."""
+"""The common-corruptions section (``imagenet-c``, ``corrupted``): CE per corruption, error vs severity, clean vs
+corrupted accuracy, and for variants of one model (:mod:`.variants`) the error change per corruption."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from . import figures as F
 from .collect import Estimate, metric_table
 from .section_base import (ReportContext, Section, accuracy_scatter, first_value, label, labelled, pct,
                            register_section, short_path)
+from .variants import PairedDifference, paired_corruption_differences, variant_pairs, verdict_note
 
 
 @register_section("corruption", ["imagenet-c", "corrupted"])
@@ -71,4 +73,33 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
     if points:
         sec.figures.append(accuracy_scatter("clean-vs-corrupted", "Clean vs corrupted accuracy", points,
                                              "clean accuracy (%)", "mean accuracy under corruption (%)"))
+    for reference, variant in variant_pairs(results):
+        diffs = paired_corruption_differences(reference, variant, context.store if context else None)
+        if diffs:
+            sec.figures.append(variant_figure(reference, variant, diffs))
+            sec.notes.append(verdict_note(label(reference), label(variant), diffs))
     return sec
+
+
+def variant_figure(reference, variant, diffs: Sequence[PairedDifference]) -> F.Figure:
+    """Error change per corruption of ``variant`` against ``reference`` (see :mod:`.variants`):
+    the figure shows what happened on each corruption, the text only how the numbers were made."""
+    paired = any(d.low is not None for d in diffs)
+    n = max((d.n or 0 for d in diffs), default=0)
+    a, b = label(reference), label(variant)
+    caption = (f"Top-1 error of {b} minus that of {a} per corruption, averaged over the severities, in percentage "
+               "points; below zero: fewer errors than " + a + ". " +
+               (f"Paired over the same {n} images and corruption seeds; whiskers are 95% Student-t intervals of "
+                "the mean per-image difference, and a bar is coloured when its interval excludes zero."
+                if paired else "From the runs' summaries (no per-sample predictions at hand): no intervals."))
+    return F.difference_bars(
+        f"error-change-{_slug(variant.model)}", f"Error change per corruption: {b} vs {a}", caption,
+        [d.corruption for d in diffs], [100 * d.difference for d in diffs],
+        [(None, None) if d.low is None else (100 * d.low, 100 * d.high) for d in diffs], [d.verdict for d in diffs],
+        ylabel="error difference (points)", legend_labels={
+            "lower": f"{b} errs less (95% interval below 0)", "higher": f"{b} errs more (interval above 0)",
+            "unclear": "no clear difference (interval contains 0)" if paired else "no interval"})
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text).strip("-").lower()

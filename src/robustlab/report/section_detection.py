@@ -82,25 +82,24 @@ def rmse_scatter(points: dict[str, tuple[list[float], list[float], list[str], tu
                  *, metric: str) -> F.Figure:
     """RMSE (x) vs rPC (y, %) per corruption, one colour per model, with each run's fitted line."""
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
-    named: set[str] = set()
+    named: dict[str, tuple[float, float]] = {}
     for name, (xs, ys, labels, line) in points.items():
         (dots,) = ax.plot(xs, [100 * y for y in ys], "o", markersize=4, label=name)
         for x, y, text in zip(xs, ys, labels):
-            if text not in named:  # each corruption named once (same RMSE for every model on one dataset)
-                named.add(text)
-                ax.annotate(text, (x, 100 * y), fontsize=6, xytext=(2, 4), textcoords="offset points", color="0.35",
-                            rotation=35)
+            named.setdefault(text, (x, 100 * y))  # each corruption named once (same RMSE for every model)
         if line is not None and np.all(np.isfinite(line)):
             grid = np.linspace(min(xs), max(xs), 20)
             ax.plot(grid, 100 * (line[0] + line[1] * grid), color=dots.get_color(), linewidth=1)
     ax.set_xlabel("pixel RMSE between clean and corrupted image (grey levels, 0-255)")
     ax.set_ylabel(f"rPC: {metric} under corruption / clean {metric} (%)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, frameon=False)
+    F.legend_above(ax)
+    unnamed = F.label_points(ax, [p[0] for p in named.values()], [p[1] for p in named.values()], list(named))
     return F.Figure("rmse-vs-rpc", "Pixel change vs relative performance",
                     "One point per corruption (RMSE and rPC averaged over its severities); lines are each run's "
-                    "least-squares fit. A steep fall means performance follows how much the pixels change.",
-                    svg=F._svg(fig))
+                    "least-squares fit. A steep fall means performance follows how much the pixels change."
+                    + (f" Points without room for their name: {', '.join(unnamed)}." if unnamed else ""),
+                    svg=F.figure_svg(fig))
 
 
 @register_section("detection", BENCHMARKS)

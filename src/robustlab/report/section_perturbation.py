@@ -253,8 +253,8 @@ def horizontal_bars(key: str, title: str, caption: str, categories: Sequence[str
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
-    return F.Figure(key, title, caption, svg=F._svg(fig))
+    F.legend_above(ax)
+    return F.Figure(key, title, caption, svg=F.figure_svg(fig))
 
 
 def _folder_order(per_model: dict[str, dict[str, float]]) -> list[str]:

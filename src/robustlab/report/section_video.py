@@ -93,7 +93,7 @@ def paired_class_bars(key: str, title: str, caption: str, classes: Sequence[str]
     handles += [Patch(color="0.4", alpha=0.35, label="light: original"), Patch(color="0.4", label="solid: pm-k")]
     ax.legend(handles=handles, fontsize=7, frameon=False, ncol=min(4, len(handles)), loc="lower center",
               bbox_to_anchor=(0.5, 1.0))
-    return F.Figure(key, title, caption, svg=F._svg(fig))
+    return F.Figure(key, title, caption, svg=F.figure_svg(fig))
 
 
 @dataclass(frozen=True)
