@@ -430,14 +430,11 @@ class ImageNetC(Benchmark):
 
     def _configure_on_the_fly(self, root: Path, *, corruptions, severities, class_map, limit, classes_per_unit,
                               baseline, baseline_run, top_k, save_logits, backend, seed, clean) -> dict[str, Any]:
-        from ..corruptions import get_corruption
 
         if (root / "labels.npy").is_file():
             raise InputError(f"{root} holds CIFAR arrays; --on-the-fly reads a clean ImageNet-style folder "
                              "(<root>/<wnid>/<image>). For CIFAR-10-C, evaluate the released arrays.")
-        chosen = select_corruptions(corruptions)
-        for c in chosen:
-            get_corruption(c)
+        chosen = select_corruptions(corruptions)  # known names only
         get_corruption_baseline(baseline)
         config: dict[str, Any] = {
             "data": str(root), "layout": "on-the-fly", "corruption_backend": check_corruption_backend(backend),
@@ -588,14 +585,11 @@ class Corrupted(Benchmark):
     def configure(self, data: str, *, corruptions=None, severities=None, seed=0, profile="imagecorruptions",
                   class_map=None, limit=None, shard_size=5000, clean=True, baseline="alexnet", baseline_run=None,
                   top_k=5, save_logits=False, **other: Any) -> dict[str, Any]:
-        from ..corruptions import get_corruption
         from ..corruptions.registry import check_profile
 
         reject_unknown(self.name, other)
         root = Path(data).expanduser().resolve()
-        chosen = select_corruptions(corruptions if corruptions is not None else "benchmark")
-        for c in chosen:
-            get_corruption(c)  # a kernel must exist to corrupt on the fly
+        chosen = select_corruptions(corruptions if corruptions is not None else "benchmark")  # known names only
         check_seed(seed)
         get_corruption_baseline(baseline)
         config = {

@@ -3,11 +3,11 @@
 >>> from robustlab.corruptions import corrupt, list_corruptions
 >>> out = corrupt(image, "fog", 3, rng=0)          # uint8 HxWx3 in, uint8 HxWx3 out
 
-Kernels live in :mod:`.noise`, :mod:`.blur`, :mod:`.weather` and :mod:`.digital`; importing
-this package registers all of them.
+Kernels live in :mod:`.noise`, :mod:`.blur`, :mod:`.weather` and :mod:`.digital`; each module
+is imported (and registers its kernels) when one of its corruptions is first looked up, so
+naming and listing corruptions stays fast.
 """
 
-from . import blur, digital, noise, weather  # noqa: F401  (registers the kernels)
 from .api import MIN_SIZE, check_severity, corrupt, corrupt_batch
 from .registry import (
     CANONICAL_ORDER,

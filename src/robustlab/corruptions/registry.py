@@ -63,10 +63,40 @@ CANONICAL_ORDER = (
 )
 
 
+#: The built-in corruptions: name -> (group, in the benchmark set, kernel module). Names, groups
+#: and subsets are known without importing a kernel (each kernel module, with its compiled
+#: helpers, is imported when one of its corruptions is first looked up).
+BUILTIN: dict[str, tuple[str, bool, str]] = {
+    "gaussian_noise": ("noise", True, "noise"), "shot_noise": ("noise", True, "noise"),
+    "impulse_noise": ("noise", True, "noise"), "speckle_noise": ("noise", False, "noise"),
+    "defocus_blur": ("blur", True, "blur"), "glass_blur": ("blur", True, "blur"),
+    "motion_blur": ("blur", True, "blur"), "zoom_blur": ("blur", True, "blur"),
+    "gaussian_blur": ("blur", False, "blur"),
+    "snow": ("weather", True, "weather"), "frost": ("weather", True, "weather"),
+    "fog": ("weather", True, "weather"), "spatter": ("weather", False, "weather"),
+    "brightness": ("digital", True, "digital"), "contrast": ("digital", True, "digital"),
+    "elastic_transform": ("digital", True, "digital"), "pixelate": ("digital", True, "digital"),
+    "jpeg_compression": ("digital", True, "digital"), "saturate": ("digital", False, "digital"),
+}
+for _name, (_group, _benchmark, _module) in BUILTIN.items():
+    CORRUPTIONS.add_lazy(_name, f"{__package__}.{_module}")
+
+
+def corruption_group(name: str) -> tuple[str, bool]:
+    """``(group, in the benchmark set)`` of a corruption, without importing its kernel when built in."""
+    if name in BUILTIN:
+        return BUILTIN[name][:2]
+    c = CORRUPTIONS.get(name)
+    return c.group, c.benchmark
+
+
 def register(name: str, *, group: str, benchmark: bool, seedable: bool = True) -> Callable[[Kernel], Kernel]:
     """Decorator registering ``kernel`` under ``name``."""
     if group not in GROUPS:
         raise InputError(f"unknown corruption group {group!r}; use one of {GROUPS}.")
+    if name in BUILTIN and BUILTIN[name][:2] != (group, benchmark):
+        raise InputError(f"corruption {name!r} is registered as ({group}, benchmark={benchmark}) but the built-in "
+                         f"table says {BUILTIN[name][:2]}; keep registry.BUILTIN in step with the kernel.")
 
     def deco(kernel: Kernel) -> Kernel:
         CORRUPTIONS.add(name, Corruption(name, group, benchmark, kernel, seedable))
@@ -98,11 +128,11 @@ def list_corruptions(subset: str = "all") -> list[str]:
     if kind == "all":
         return known
     if kind == "benchmark":
-        return [n for n in known if CORRUPTIONS.get(n).benchmark]
+        return [n for n in known if corruption_group(n)[1]]
     if kind == "holdout":
-        return [n for n in known if not CORRUPTIONS.get(n).benchmark]
+        return [n for n in known if not corruption_group(n)[1]]
     if subset in GROUPS:
-        return [n for n in known if CORRUPTIONS.get(n).group == subset]
+        return [n for n in known if corruption_group(n)[0] == subset]
     raise unknown_name("corruption subset", subset, [*SUBSET_ALIASES, *GROUPS])
 
 
@@ -119,6 +149,8 @@ def resolve_corruptions(spec: str | list[str] | tuple[str, ...]) -> list[str]:
             continue
         if item in SUBSET_ALIASES or item in GROUPS:
             chosen.update(list_corruptions(item))
+        elif item in BUILTIN:
+            chosen.add(item)
         else:
             chosen.add(get_corruption(item).name)
     if not chosen:

@@ -485,7 +485,8 @@ def corrupt_on_the_fly(samples: ImageFolderSamples | ArraySamples, corruption: s
                        seed: int = 0, profile: str = "imagecorruptions") -> CorruptedSamples:
     """``samples`` with ``corruption`` at ``severity`` applied to each image when it is read."""
     from ..corruptions import check_severity, get_corruption
-    from ..corruptions.registry import check_profile
+    from ..corruptions.registry import CORRUPTIONS, check_profile
 
-    get_corruption(corruption)
+    if corruption not in CORRUPTIONS:  # known names need no kernel import until an image is read
+        get_corruption(corruption)
     return CorruptedSamples(samples, corruption, check_severity(severity), int(seed), check_profile(profile))
