@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import DataError
 
@@ -87,6 +89,18 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 NO_SPACE_ERRNOS = frozenset(e for e in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", None)) if e is not None)
 #: errno values that mean "not allowed to write here".
 NO_PERMISSION_ERRNOS = frozenset((errno.EACCES, errno.EPERM, errno.EROFS))
+
+
+def read_json(path: str | os.PathLike, *, fix: str = "") -> Any:
+    """The JSON value in ``path``; DataError naming the file (and ``fix``, what to do about it)
+    when it cannot be read or is not valid JSON."""
+    hint = f" {fix}" if fix else ""
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}.{hint}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not valid JSON ({exc}).{hint}") from None
 
 
 def explain_os_error(exc: OSError, path: str | os.PathLike | None = None, action: str = "use") -> str:

@@ -118,3 +118,20 @@ def test_engine_evaluates_the_demo_cnn_on_written_scene_folders(tmp_path):
     metrics = {(name, setting): value for name, setting, value in result.metrics}
     assert metrics[("n_samples", "clean")] == 40
     assert metrics[("error", "clean")] < 0.25 < metrics[("error", "gaussian_noise/5")]
+
+
+@pytest.mark.parametrize("content", [b"not a checkpoint at all", b"", b"\x80\x04K"])
+def test_damaged_weights_are_a_clear_error(tmp_path, content):
+    from robustlab.errors import DataError
+
+    (tmp_path / "cnn.pt").write_bytes(content)
+    with pytest.raises(DataError, match=r"demo weights .*cnn.pt .*train_demo_models.py"):
+        demo_models.load_network("cnn", tmp_path)
+
+
+def test_weights_of_another_network_are_a_clear_error(tmp_path):
+    from robustlab.errors import DataError
+
+    torch.save({"weight": torch.zeros(2, 2)}, tmp_path / "cnn.pt")
+    with pytest.raises(DataError, match=r"do not fit the cnn network .*train_demo_models.py"):
+        demo_models.load_network("cnn", tmp_path)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
+from ..fsutil import read_json
 
 #: Pascal VOC classes in the devkit's (and mmdetection's) order; labels are indices into it.
 VOC_CLASSES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair",
@@ -148,15 +149,6 @@ def _require_dir(path: Path, what: str, hint: str) -> Path:
     return path
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}.") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path} is not valid JSON ({exc}).") from None
-
-
 def _key(obj: Mapping[str, Any], key: str, source: Path | str, what: str) -> Any:
     if not isinstance(obj, Mapping) or key not in obj:
         raise DataError(f"{source}: {what} lacks the key {key!r}.")
@@ -177,7 +169,7 @@ def read_coco(annotation_file: str | os.PathLike, images_dir: str | os.PathLike,
     """
     annotation_file = Path(annotation_file)
     images_dir = _require_dir(Path(images_dir), "COCO images", "give the folder holding the image files.")
-    data = _read_json(annotation_file)
+    data = read_json(annotation_file)
     for key in ("images", "annotations", "categories"):
         _key(data, key, annotation_file, "the instances file")
     categories = {}
@@ -382,7 +374,7 @@ def read_cityscapes(root: str | os.PathLike, *, split: str = "val", check_files:
     class_index = {name: i for i, name in enumerate(CITYSCAPES_CLASSES)}
     samples = []
     for json_path in sorted(gt_root.glob("*/*_gtFine_polygons.json")):
-        data = _read_json(json_path)
+        data = read_json(json_path)
         width = _key(data, "imgWidth", json_path, "the polygon file")
         height = _key(data, "imgHeight", json_path, "the polygon file")
         objects = _key(data, "objects", json_path, "the polygon file")

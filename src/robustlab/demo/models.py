@@ -33,7 +33,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import DataError, unknown_name
+from ..errors import DataError, one_line_message, unknown_name
+from ..safeload import load_checkpoint
 from ..models.preprocessing import Preprocessing
 from ..models.protocol import Classifier, Detector
 from .detector import DigitCenterNet
@@ -101,12 +102,12 @@ def load_network(name: str, directory: str | Path | None = None) -> nn.Module:
     path = weights_path(name, directory)
     if not path.is_file():
         raise DataError(f"demo weights {path} are missing; re-create them with `python scripts/train_demo_models.py`.")
+    fix = "re-create the demo weights with `python scripts/train_demo_models.py`"
+    state = load_checkpoint(path, what="demo weights", fix=fix)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
         net.load_state_dict(state)
-    except (RuntimeError, OSError, ValueError) as exc:
-        raise DataError(f"cannot load demo weights {path}: {exc}. Re-create them with "
-                        "`python scripts/train_demo_models.py`.") from exc
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise DataError(f"demo weights {path} do not fit the {name} network ({one_line_message(exc)[:200]}); {fix}.") from None
     return net.eval()
 
 

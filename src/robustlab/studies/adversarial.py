@@ -75,7 +75,7 @@ import torch
 from ..attacks import epsilon_sweep
 from ..data.arrays import ArrayDataset
 from ..errors import DataError, InputError, ModelError
-from ..fsutil import atomic_path, atomic_write_text, ensure_dir
+from ..fsutil import atomic_path, atomic_write_text, ensure_dir, read_json
 from ..safeload import load_checkpoint
 from ..seeding import derive_seed
 from .architectures import build_architecture, weights_fingerprint
@@ -158,7 +158,7 @@ def _identity(cfg: StudyConfig, cond: Condition, seed: int) -> dict[str, Any]:
 
 def _check_identity(path: Path, ident: dict[str, Any]) -> None:
     if path.exists():
-        stored = json.loads(path.read_text())
+        stored = read_json(path, fix=f"Delete the run folder {path.parent} to retrain that run.")
         if stored != ident:
             changed = sorted(k for k in set(stored) | set(ident) if stored.get(k) != ident.get(k))
             raise InputError(f"{path.parent} holds a run made with different settings ({', '.join(changed)} changed); "
@@ -222,6 +222,15 @@ def _n_classes(data: StudyData, cond: Condition, seed: int) -> int:
     return int(max(test.labels.max(), train_for(0).labels.max()) + 1)
 
 
+def read_evaluations(path: Path) -> dict[int, Evaluation]:
+    """A run's stored evaluations by epoch; DataError naming the file when it is damaged."""
+    fix = f"Delete {path} to evaluate that run's checkpoints again."
+    try:
+        return {int(e["epoch"]): Evaluation(**e) for e in read_json(path, fix=fix)}
+    except (TypeError, KeyError, ValueError) as exc:
+        raise DataError(f"{path} does not hold a list of evaluations ({exc}). {fix}") from None
+
+
 def run_one(cfg: StudyConfig, cond: Condition, seed: int, out: Path, data: StudyData,
             log: Callable[[str], None]) -> list[Evaluation]:
     """Train (or resume) one (condition, seed) and evaluate it at the recipe's attacked epochs."""
@@ -229,7 +238,7 @@ def run_one(cfg: StudyConfig, cond: Condition, seed: int, out: Path, data: Study
     folder = ensure_dir(run_dir(out, cond, seed))
     _check_identity(folder / "run.json", _identity(cfg, cond, seed))
     evals_path = folder / "evaluations.json"
-    done = {e["epoch"]: Evaluation(**e) for e in json.loads(evals_path.read_text())} if evals_path.exists() else {}
+    done = read_evaluations(evals_path) if evals_path.exists() else {}
     if all(ep in done for ep in cond.eval_epochs):
         return [done[ep] for ep in cond.eval_epochs]
     device = _device(cfg.device)
