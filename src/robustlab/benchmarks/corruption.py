@@ -360,6 +360,13 @@ class ImageNetC(Benchmark):
     ``clean`` units give the clean error), ``limit`` (samples per setting), ``classes_per_unit``
     (100), ``shard_size`` (CIFAR rows per unit, 10000), ``baseline`` (alexnet), ``top_k``,
     ``save_logits``.
+
+    With ``on_the_fly=True`` the data is the clean ImageNet val folder and ImageNet-C is made in
+    memory: resize 256, centre crop 224, corrupt (``imagenet-c`` profile, seed
+    ``derive_seed(seed, sample_id, corruption, severity)``), clean images evaluated as
+    ``clean``. ``corruption_backend``: ``numpy`` corrupts in the loading workers, ``torch`` after
+    batching on the model's device (default: torch when the model runs on a GPU). Also
+    ``seed`` (0) and ``clean`` (True); both and the backend are part of the run's identity.
     """
 
     name = "imagenet-c"
