@@ -247,3 +247,27 @@ def test_a_loaded_model_starts_from_its_own_weights_and_keeps_its_head(colour_fo
     torch.testing.assert_close(load_model(spec).net.fc.bias, start["fc.bias"], atol=1e-3, rtol=0)
     assert torch.equal(model.net.fc.bias, start["fc.bias"])  # the caller's object is not trained
     assert load_model(spec).preprocessing.crop == (32, 32)
+
+
+def test_torch_augmentation_on_the_device_matches_the_workers_where_the_backend_is_exact(colour_folder, tmp_path):
+    """jpeg_compression is exact in the torch backend on the CPU (the same libjpeg), so augmenting on
+    the device trains the same weights as the numpy path in the workers; the backend is in the settings."""
+    numpy_run = finetune(SPEC, colour_folder, out=tmp_path / "n", epochs=1, augment="jpeg_compression", seed=5,
+                         **FAST)
+    torch_run = finetune(SPEC, colour_folder, out=tmp_path / "t", epochs=1, augment="jpeg_compression", seed=5,
+                         augment_backend="torch", **FAST)
+    assert_same_weights(weights_of(numpy_run), weights_of(torch_run))
+    assert read_manifest(tmp_path / "t")["settings"]["augment"]["backend"] == "torch"
+    assert "backend" not in read_manifest(tmp_path / "n")["settings"]["augment"]
+    again = finetune(SPEC, colour_folder, out=tmp_path / "t2", epochs=1, augment="paper-noise", seed=5,
+                     augment_backend="torch", **FAST)
+    same = finetune(SPEC, colour_folder, out=tmp_path / "t3", epochs=1, augment="paper-noise", seed=5,
+                    augment_backend="torch", **FAST)
+    assert_same_weights(weights_of(again), weights_of(same))
+
+
+def test_augment_backend_errors(colour_folder, tmp_path):
+    with pytest.raises(InputError, match="unknown augment backend 'cupy'"):
+        finetune(SPEC, colour_folder, out=tmp_path / "a", augment="contrast", augment_backend="cupy", **FAST)
+    with pytest.raises(InputError, match="needs a corruption augmentation"):
+        finetune(SPEC, colour_folder, out=tmp_path / "b", augment=lambda x, ids: x, augment_backend="torch", **FAST)

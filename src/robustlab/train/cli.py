@@ -24,6 +24,8 @@ def finetune_command(
     augment: Optional[str] = typer.Option(None, "--augment", help="paper-noise (one of 6 ImageNet-C noises per "
                                           "image), a corruption subset or names; default none."),
     severities: str = typer.Option("1-5", "--severities", help="Augmentation severities, e.g. 1-5 or 3."),
+    augment_backend: str = typer.Option("auto", "--augment-backend", help="numpy (in the loading workers) or torch "
+                                        "(batched on the training device); auto: torch on a GPU."),
     seed: int = typer.Option(0, "--seed", help="Seed of the data order, crops, augmentation and new head."),
     batch_size: int = typer.Option(32, "--batch-size", help="Images per step."),
     lr: float = typer.Option(0.01, "--lr", help="Learning rate (SGD, momentum 0.9)."),
@@ -48,7 +50,7 @@ def finetune_command(
                         batch_size=batch_size, lr=lr, momentum=momentum, weight_decay=weight_decay,
                         schedule=schedule, train=train, crop=crop, severities=severities, wrap=wrap,
                         class_map=class_map, init=init, workers=workers, device=device,
-                        checkpoint_every=checkpoint_every, progress=None if progress else False,
+                        augment_backend=augment_backend, checkpoint_every=checkpoint_every, progress=None if progress else False,
                         log=lambda line: typer.echo(line, err=True))
     except KeyboardInterrupt:
         typer.echo("interrupted: the last checkpoint is kept; run the same command again to resume.", err=True)

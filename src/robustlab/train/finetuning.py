@@ -55,7 +55,7 @@ import torch.nn.functional as F
 
 from .. import __version__
 from ..data.jobs import pool_context, single_threaded_worker
-from ..errors import DataError, InputError, ModelError
+from ..errors import DataError, InputError, ModelError, unknown_name
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..models import load_model, select_device
 from ..models.protocol import Classifier
@@ -164,12 +164,35 @@ def _check_numbers(epochs: int, batch_size: int, lr: float, momentum: float, wei
 # --- the run -----------------------------------------------------------------------------------------------
 
 
+AUGMENT_BACKENDS = ("auto", "numpy", "torch")
+
+
+def augment_on_device(augmenter: object, backend: str, device: torch.device) -> bool:
+    """Whether the augmentation runs on the training device (torch backend) rather than in the
+    DataLoader workers (numpy). ``auto``: on the device when it is a GPU and the augmentation is
+    a :class:`~robustlab.corruptions.transforms.RandomCorruption`."""
+    from ..corruptions.transforms import RandomCorruption
+
+    if backend not in AUGMENT_BACKENDS:
+        raise unknown_name("augment backend", backend, AUGMENT_BACKENDS)
+    if augmenter is None or backend == "numpy":
+        return False
+    batched = isinstance(augmenter, RandomCorruption)
+    if backend == "torch":
+        if not batched:
+            raise InputError("augment_backend='torch' needs a corruption augmentation (a scheme such as paper-noise, "
+                             "or corruption names); an augmentation object runs in the workers (augment_backend='numpy').")
+        return True
+    return batched and device.type in ("cuda", "mps")
+
+
 def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int = 1, augment: object = None,
              classes: str | Sequence[str] | ClassSubset | None = None, seed: int = 0, batch_size: int = 32,
              lr: float = 0.01, momentum: float = 0.9, weight_decay: float = 1e-4, schedule: str = "cosine",
              train: str = "all", crop: str = "random", severities: str | Sequence[int] = "1-5",
              wrap: str | None = None, class_map: object = "auto", init: str | os.PathLike | None = None,
-             workers: int | None = None, device: str | None = "auto", checkpoint_every: int | None = None,
+             workers: int | None = None, device: str | None = "auto", augment_backend: str = "auto",
+             checkpoint_every: int | None = None,
              checkpoint_minutes: float = 10.0, progress: bool | None = None,
              log: Callable[[str], None] | None = None,
              on_step: Callable[[int, int, float], None] | None = None) -> str:
@@ -204,6 +227,11 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     workers : int, optional
         DataLoader worker processes (default: CPUs - 1, at most 8; 0 = main process).
     device : ``auto`` (CUDA when present, else CPU), ``cpu``, ``cuda``, ``cuda:N``
+    augment_backend : ``auto`` (default), ``numpy`` or ``torch``
+        Where a corruption augmentation runs: ``numpy`` in the DataLoader workers (the faithful
+        kernels), ``torch`` on the training device after the batch arrives (the batched torch
+        backend, within its parity bounds). ``auto``: torch when training on a GPU. Part of the
+        run's settings, so a resume keeps it.
     checkpoint_every, checkpoint_minutes : when to write ``checkpoint.pt`` besides epoch ends
     progress : show a progress bar (default: when stderr is a terminal)
     log : callable, optional
@@ -237,6 +265,10 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     spec = base_spec(model)
     training_set = read_training_set(data, classes=subset, class_map=class_map)
     augmenter, augment_info = make_augmenter(augment, severities, seed)
+    dev = select_device(device)
+    on_device = augment_on_device(augmenter, augment_backend, dev)
+    if on_device:  # numpy (in the workers) is the default and stays unnamed, as in runs made before
+        augment_info["backend"] = "torch"
     init_path = Path(init).expanduser().resolve() if init is not None else None
     if init_path is not None and not init_path.is_file():
         raise DataError(f"--init weights {init_path} do not exist.")
@@ -277,7 +309,6 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
                    fix=f"Give a state_dict saved from the network of {spec}.")
     head = resize_head_for(classifier, training_set, subset is not None, seed)
     trained = wrap_classifier(classifier, wrap) if wrap else classifier
-    dev = select_device(device)
     trained.to(dev)
     head_path = (head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]) if train == "head" else ""
     parameters = set_trainable(classifier, head_path, train)
@@ -294,7 +325,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     workers = default_workers() if workers is None else int(workers)
     if workers < 0:
         raise InputError(f"workers must be 0 or more; got {workers}.")
-    run.train(images, augmenter, epochs=int(epochs), batch_size=int(batch_size), seed=int(seed), workers=workers,
+    run.train(images, augmenter, on_device=on_device, epochs=int(epochs), batch_size=int(batch_size), seed=int(seed), workers=workers,
               checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, progress=progress, log=say,
               on_step=on_step)
     spec_out = run.finish()
@@ -385,7 +416,7 @@ class TrainingRun:
 
     # -- training -----------------------------------------------------------------------------------------
 
-    def train(self, images: TrainingImages, augmenter, *, epochs: int, batch_size: int, seed: int, workers: int,
+    def train(self, images: TrainingImages, augmenter, *, on_device: bool = False, epochs: int, batch_size: int, seed: int, workers: int,
               checkpoint_every: int | None, checkpoint_minutes: float, progress: bool | None,
               log: Callable[[str], None], on_step) -> None:
         n = len(self.data)
@@ -397,7 +428,7 @@ class TrainingRun:
         targets = torch.as_tensor(self.data.targets)
         soft = self._soft_targets()
         loader = torch.utils.data.DataLoader(
-            KeyedImages(images), batch_sampler=todo, num_workers=workers, collate_fn=TrainingCollate(augmenter),
+            KeyedImages(images), batch_sampler=todo, num_workers=workers, collate_fn=TrainingCollate(None if on_device else augmenter),
             pin_memory=self.device.type == "cuda", worker_init_fn=WorkerInit(os.getpid()) if workers else None,
             prefetch_factor=4 if workers else None, persistent_workers=False,
             multiprocessing_context=pool_context(WORKER_PRELOAD) if workers else None,
@@ -418,7 +449,10 @@ class TrainingRun:
             for indices, pixels in loader:
                 epoch, in_epoch = divmod(self.step, per_epoch)
                 bar.describe(f"finetune epoch {epoch + 1}/{epochs}")
-                x = pixels.to(self.device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255.0)
+                pixels = pixels.to(self.device, non_blocking=True)
+                if on_device:  # the batched torch backend, keyed like the workers' numpy path
+                    pixels = augmenter(pixels, ids=[(epoch, int(i)) for i in indices])
+                x = pixels.permute(0, 3, 1, 2).float().div_(255.0)
                 logits = self.trained(x)
                 if soft is not None:
                     target = soft[indices].to(self.device)
