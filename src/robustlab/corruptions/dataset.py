@@ -286,7 +286,9 @@ def run_tasks(tasks: Iterable[Task], workers: int) -> Iterator[TaskResult]:
     At most ``workers * QUEUE_PER_WORKER`` tasks are queued at a time, so ``tasks`` may be a
     lazy iterator over millions (see :func:`robustlab.data.jobs.run_jobs`).
     """
-    return run_jobs(run_task, tasks, workers, preload=["robustlab.corruptions"], queue_per_worker=QUEUE_PER_WORKER)
+    from . import kernels  # noqa: F401  (every kernel loaded before the first image, here and in the pool's preload)
+
+    return run_jobs(run_task, tasks, workers, preload=[kernels.__name__], queue_per_worker=QUEUE_PER_WORKER)
 
 
 # --- the run -------------------------------------------------------------------------------

@@ -258,7 +258,7 @@ def _init_worker(_: int, main_pid: int | None = None) -> None:
 
 
 #: Modules the forkserver imports once, so each worker starts in milliseconds.
-WORKER_PRELOAD = ("torch", "robustlab.corruptions", "robustlab.data.classification", "robustlab.engine.work")
+WORKER_PRELOAD = ("torch", "robustlab.corruptions.kernels", "robustlab.data.classification", "robustlab.engine.work")
 
 
 def default_workers() -> int:

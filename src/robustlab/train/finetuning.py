@@ -76,7 +76,7 @@ TRAINABLE = ("all", "head")
 #: Wrappers a model can be fine-tuned through (the others average test-time views).
 TRAINABLE_WRAPPERS = ("clahe",)
 #: Modules the DataLoader's forkserver imports once.
-WORKER_PRELOAD = ("torch", "robustlab.corruptions", "robustlab.train.data")
+WORKER_PRELOAD = ("torch", "robustlab.corruptions.kernels", "robustlab.train.data")
 
 
 @dataclass(frozen=True)
