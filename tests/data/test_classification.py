@@ -149,3 +149,25 @@ def test_on_the_fly_on_arrays(tmp_path):
     base = read_cifar_c(tmp_path, "fog", 1)
     out = corrupt_on_the_fly(base, "brightness", 2).read(0)
     assert out.shape == (32, 32, 3) and not np.array_equal(out, base.read(0))
+
+
+def test_sample_views_compose_and_keep_ids_labels_and_subsets(tmp_path):
+    from robustlab.data.classification import PreparedSamples, SizeCheckedSamples, read_image_folder
+    from robustlab.data.images import write_image
+    from robustlab.errors import DataError
+
+    for k in range(4):
+        write_image(tmp_path / ("a" if k < 2 else "b") / f"{k}.png", np.full((40, 50, 3), 40 * k, np.uint8))
+    base = read_image_folder(tmp_path, "sorted")
+    view = SizeCheckedSamples(PreparedSamples(base, _top_rows), 32)
+    part = view.subset(1, 3)
+    assert type(part) is SizeCheckedSamples and type(part.base) is PreparedSamples and part.min_size == 32
+    assert list(part.ids) == ["a/1.png", "b/2.png"] and part.labels.tolist() == [0, 1] and part.classes == ("a", "b")
+    assert part.fingerprint() == base.subset(1, 3).fingerprint()
+    with pytest.raises(DataError, match="b/2.png is 50x10 pixels"):
+        part.read(1)
+    assert PreparedSamples(base, _top_rows).subset(3, 4).read(0).shape == (10, 50, 3)
+
+
+def _top_rows(image):
+    return image[:10]

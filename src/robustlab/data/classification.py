@@ -31,7 +31,7 @@ import functools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -207,6 +207,10 @@ class SampleView:
 
     def fingerprint(self, mode: str = "stat") -> str:
         return self.base.fingerprint(mode)
+
+    def subset(self, start: int, stop: int) -> SampleView:
+        """The same view of the base's samples ``start:stop``."""
+        return replace(self, base=self.base.subset(start, stop))
 
 
 @dataclass(frozen=True, eq=False)
