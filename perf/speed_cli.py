@@ -13,25 +13,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from speed_corruptions import cpu_model  # the CPU's name with its family/model numbers
+
 HERE = Path(__file__).resolve().parent
 TINY = HERE.parent / "tests" / "engine" / "tiny_models.py"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def timed(argv: list[str], repeat: int, cwd: Path) -> float:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -37,24 +36,13 @@ sys.path.insert(0, str(BENCH_DIR))
 
 import numpy as np
 import torch
-from speed_corruptions import SEVERITIES, bench_image
+from speed_corruptions import SEVERITIES, bench_image, cpu_model
 
 from robustlab.corruptions import corrupt, corrupt_batch, resolve_corruptions
 from robustlab.fsutil import atomic_write_text
 
 SIZE = 224
 GPU_PENDING = "pending (no GPU)"
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else the platform's description)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def best_of(repeat: int, fn) -> float:
