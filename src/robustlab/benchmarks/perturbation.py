@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..data.classification import ImageFolderSamples, read_image_folder, resolve_class_map
+from ..data.classification import ImageFolderSamples, SampleView, read_image_folder, resolve_class_map
 from ..data.fingerprint import files_fingerprint
 from ..safeload import load_npy
 from ..errors import DataError, InputError
@@ -186,33 +186,18 @@ class CifarPSamples:
 
 
 @dataclass(frozen=True, eq=False)
-class PerturbedSamples:
+class PerturbedSamples(SampleView):
     """Images of ``base`` turned into perturbation sequences when read (as ``robustlab perturb`` would)."""
 
-    base: ImageFolderSamples
-    perturbation: str
-    setting: str
-    difficulty: int
-    seed: int
-
-    def __len__(self) -> int:
-        return len(self.base)
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return self.base.ids
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.base.labels
+    perturbation: str = ""
+    setting: str = ""
+    difficulty: int = 1
+    seed: int = 0
 
     def read(self, i: int) -> np.ndarray:
         rng = sequence_seed(self.seed, self.base.ids[i], self.perturbation, self.difficulty)
         return generate(self.base.read(i), self.perturbation, setting=self.setting, difficulty=self.difficulty,
                         rng=rng)
-
-    def fingerprint(self, mode: str = "stat") -> str:
-        return self.base.fingerprint(mode)
 
 
 # --- listing the released layouts -----------------------------------------------------------------

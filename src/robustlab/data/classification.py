@@ -129,54 +129,6 @@ class ArraySamples:
 
 
 @dataclass(frozen=True, eq=False)
-class CorruptedSamples:
-    """Another sample set, each image corrupted on the fly at its native resolution.
-
-    Image ``i`` is ``corrupt(base.read(i), corruption, severity, rng=RandomState(seed_i))``
-    with ``seed_i = derive_seed(seed, base.ids[i], corruption, severity)``.
-    """
-
-    base: ImageFolderSamples | ArraySamples
-    corruption: str
-    severity: int
-    seed: int = 0
-    profile: str = "imagecorruptions"
-    _ids: tuple[str, ...] = field(default=(), repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_ids", tuple(self.base.ids))
-
-    def __len__(self) -> int:
-        return len(self.base)
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return self._ids
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.base.labels
-
-    @property
-    def classes(self) -> tuple[str, ...]:
-        return self.base.classes
-
-    def id(self, i: int) -> str:
-        return self._ids[i]
-
-    def read(self, i: int) -> np.ndarray:
-        rng = np.random.RandomState(derive_seed(self.seed, self._ids[i], self.corruption, self.severity))
-        return corrupt(self.base.read(i), self.corruption, self.severity, rng=rng, profile=self.profile)
-
-    def fingerprint(self, mode: str = "stat") -> str:
-        """The base images' fingerprint (the corruption and its seed are in the run's config)."""
-        return self.base.fingerprint(mode)
-
-    def subset(self, start: int, stop: int) -> CorruptedSamples:
-        return CorruptedSamples(self.base.subset(start, stop), self.corruption, self.severity, self.seed, self.profile)
-
-
-@dataclass(frozen=True, eq=False)
 class SampleView:
     """Another sample set seen through a change of its images (``read``); ids, labels, classes
     and fingerprint are the base's. Subclasses override :meth:`read`."""
@@ -211,6 +163,36 @@ class SampleView:
     def subset(self, start: int, stop: int) -> SampleView:
         """The same view of the base's samples ``start:stop``."""
         return replace(self, base=self.base.subset(start, stop))
+
+
+@dataclass(frozen=True, eq=False)
+class CorruptedSamples(SampleView):
+    """Another sample set, each image corrupted on the fly at its native resolution.
+
+    Image ``i`` is ``corrupt(base.read(i), corruption, severity, rng=RandomState(seed_i))``
+    with ``seed_i = derive_seed(seed, base.ids[i], corruption, severity)``. The base's
+    fingerprint stands for it (the corruption and its seed are in the run's config).
+    """
+
+    corruption: str = ""
+    severity: int = 0
+    seed: int = 0
+    profile: str = "imagecorruptions"
+    _ids: tuple[str, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:  # the ids once: every read derives its seed from one
+        object.__setattr__(self, "_ids", tuple(self.base.ids))
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return self._ids
+
+    def id(self, i: int) -> str:
+        return self._ids[i]
+
+    def read(self, i: int) -> np.ndarray:
+        rng = np.random.RandomState(derive_seed(self.seed, self._ids[i], self.corruption, self.severity))
+        return corrupt(self.base.read(i), self.corruption, self.severity, rng=rng, profile=self.profile)
 
 
 @dataclass(frozen=True, eq=False)
