@@ -524,7 +524,6 @@ class ImageNetC(Benchmark):
         if "corruption" not in batch.context:
             return super().predict(model, batch, config)
         from ..corruptions import corrupt_batch
-        from ..engine.classification import classify_batch
         from ..engine.records import to_float
 
         names = sorted(set(batch.context["corruption"].tolist()))
@@ -533,8 +532,7 @@ class ImageNetC(Benchmark):
         device = model_device(model)
         corrupted = corrupt_batch(batch.stacked_pixels(device), names[0], batch.context["severity"].tolist(),
                                   seed=config["seed"], ids=batch.ids.tolist(), profile=config["profile"])
-        return classify_batch(model, to_float(corrupted, device), top_k=int(config.get("top_k", 5)),
-                              save_logits=bool(config.get("save_logits")), num_classes=self.num_classes(config))
+        return self.classify(model, to_float(corrupted, device), config)
 
     def metrics(self, config, predictions, related=None) -> list[MetricRow]:
         setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}

@@ -117,10 +117,16 @@ class Benchmark:
         return Sample(sample_id(samples, i), int(samples.labels[i]), prepare(samples.read(i)))
 
     def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        return self.classify(model, batch.stacked_inputs(model_device(model)), config)
+
+    def classify(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """The prediction columns of a classifier on ``x`` (float NCHW in [0, 1] on the model's
+        device): ``top5_index`` int32 (N, k), ``top5_score`` float32 (N, k) softmax scores, and
+        ``logits`` float32 (N, classes) with ``save_logits``; ``k`` is the config's ``top_k`` (5)."""
         from .classification import classify_batch
 
-        return classify_batch(model, batch.stacked_inputs(model_device(model)), top_k=int(config.get("top_k", 5)),
-                              save_logits=bool(config.get("save_logits")), num_classes=self.num_classes(config))
+        return classify_batch(model, x, top_k=int(config.get("top_k", 5)), save_logits=bool(config.get("save_logits")),
+                              num_classes=self.num_classes(config))
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         """Other stored runs whose predictions the metrics need, as ``{alias: run id}``.
