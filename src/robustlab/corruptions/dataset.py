@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import (BuildSummary, SourceFailure, check_resume, output_lock, record_sources, running,
+from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_resume, output_lock, record_sources, running,
                            source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, check_output_location, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
@@ -222,17 +222,6 @@ class Task:
     settings: CorruptSettings
     #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
     max_pixels: int | None = None
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    relative: str
-    written: int
-    #: Outputs not produced.
-    failed: int = 0
-    #: "unreadable" (bad source) or "error" (a kernel raised); None when all went well.
-    kind: str | None = None
-    message: str | None = None
 
 
 def run_task(task: Task) -> TaskResult:

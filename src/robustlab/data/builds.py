@@ -36,6 +36,19 @@ LOCK_NAME = ".robustlab.lock"
 SOURCES_NAME = ".robustlab-sources.json"
 
 
+@dataclass(frozen=True)
+class TaskResult:
+    """What one builder task (one source image) settled: ``written`` outputs, ``failed`` ones not
+    produced, and when something went wrong its ``kind`` ("unreadable": a bad source; "error":
+    a kernel or generator raised) and ``message``. :meth:`BuildSummary.record` counts it."""
+
+    relative: str
+    written: int
+    failed: int = 0
+    kind: str | None = None
+    message: str | None = None
+
+
 @dataclass
 class SourceFailure:
     """A source image that produced no (or not all) outputs, and why."""
@@ -78,7 +91,7 @@ class BuildSummary:
         """True when every output exists and nothing raised."""
         return self.failed == 0
 
-    def record(self, result: Any) -> int:
+    def record(self, result: TaskResult) -> int:
         """Count one task's result (``written``, ``failed``, ``kind``, ``relative``, ``message``);
         failures of one source image are merged into one entry. Returns the outputs it settled."""
         self.written += result.written

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import (BuildSummary, check_resume, output_lock, record_sources, running, source_changes,
+from ..data.builds import (BuildSummary, TaskResult, check_resume, output_lock, record_sources, running, source_changes,
                            source_stamps, write_summary)
 from ..data.folders import ImageDataset, check_output_location, discover_dataset
 from ..data.images import check_image, check_max_pixels, read_image
@@ -125,16 +125,6 @@ class Task:
     settings: PerturbSettings
     #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
     max_pixels: int | None = None
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    relative: str
-    written: int
-    failed: int = 0
-    #: "unreadable" (bad source) or "error" (a generator raised); None when all went well.
-    kind: str | None = None
-    message: str | None = None
 
 
 def perturb_image(image, relative: str, perturbation: str, settings: PerturbSettings):

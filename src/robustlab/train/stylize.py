@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import BuildSummary, SourceFailure, check_resume, running, write_summary
+from ..data.builds import BuildSummary, SourceFailure, TaskResult, check_resume, running, write_summary
 from ..data.folders import CocoAnnotations, discover_dataset, find_images
 from ..data.images import check_image, encode_image, read_image
 from ..data.jobs import default_workers, run_jobs
@@ -249,12 +249,9 @@ class Task:
 
 
 @dataclass(frozen=True)
-class TaskResult:
-    relative: str
-    written: int
-    failed: int = 0
-    kind: str | None = None
-    message: str | None = None
+class StyledResult(TaskResult):
+    """A builder task's result with the style an image was given."""
+
     style: str | None = None
 
 
@@ -280,16 +277,16 @@ def _style_statistics(path: str, style_size: int, weights: AdainWeights, device:
     return _model(weights, device).style_statistics(to_tensor(resize_shorter_side(image, style_size), device))
 
 
-def run_task(task: Task) -> list[TaskResult]:
+def run_task(task: Task) -> list[StyledResult]:
     """Stylize one content image; also report the style images that could not be used."""
     from .adain import to_tensor, to_uint8
 
     s = task.settings
-    results: list[TaskResult] = []
+    results: list[StyledResult] = []
     try:
         content = check_image(read_image(task.source), name=f"image {task.source}", min_size=MIN_SIDE)
     except RobustlabError as exc:
-        return [TaskResult(task.relative, 0, 1, "unreadable", str(exc))]
+        return [StyledResult(task.relative, 0, 1, "unreadable", str(exc))]
     stats, chosen = None, None
     for index in style_draws(s.seed, task.relative, len(task.styles)):
         path = os.path.join(task.style_folder, task.styles[index])
@@ -298,9 +295,9 @@ def run_task(task: Task) -> list[TaskResult]:
             chosen = task.styles[index]
             break
         except RobustlabError as exc:
-            results.append(TaskResult(f"style:{task.styles[index]}", 0, 0, "style-unreadable", str(exc)))
+            results.append(StyledResult(f"style:{task.styles[index]}", 0, 0, "style-unreadable", str(exc)))
     if stats is None:
-        return results + [TaskResult(task.relative, 0, 1, "error", f"none of {MAX_STYLE_DRAWS} drawn styles could "
+        return results + [StyledResult(task.relative, 0, 1, "error", f"none of {MAX_STYLE_DRAWS} drawn styles could "
                                      "be read; check the style folder")]
     image = resize_shorter_side(content, s.content_size)
     out = to_uint8(_model(task.weights, task.device)(to_tensor(image, task.device), *stats, alpha=s.alpha))
@@ -308,7 +305,7 @@ def run_task(task: Task) -> list[TaskResult]:
     data = encode_image(out, output_format(rel), quality=s.quality)
     with atomic_path(Path(task.destination).joinpath(*output_relative(rel).parts)) as tmp:
         tmp.write_bytes(data)  # atomic rename, no fsync (as robustlab corrupt)
-    return results + [TaskResult(task.relative, 1, style=chosen)]
+    return results + [StyledResult(task.relative, 1, style=chosen)]
 
 
 def existing_outputs(dst: Path, images: Iterable[PurePosixPath]) -> set[PurePosixPath]:
@@ -427,7 +424,7 @@ def stylize_dataset(src: str | os.PathLike, styles: str | os.PathLike, dst: str 
     seen_styles: set[str] = set()
     assignments = read_assignments(dst)
 
-    def flatten(batches: Iterator[list[TaskResult]]) -> Iterator[TaskResult]:
+    def flatten(batches: Iterator[list[StyledResult]]) -> Iterator[StyledResult]:
         for batch in batches:
             for result in batch:
                 if result.kind == "style-unreadable":
