@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from rates import print_rates, timed
 
 
 def make_folder(root: Path, images: int, classes: int = 10, size=(256, 320)) -> Path:
@@ -87,12 +87,6 @@ def robustlab_run(folder: Path, out: Path, device: str, batch_size: int, workers
     return read_manifest(out)["history"][0]["images"]
 
 
-def timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
-    n = fn()
-    return n / (time.perf_counter() - wall), n / max(1e-9, time.process_time() - cpu)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", type=int, default=48)
@@ -119,11 +113,7 @@ def main() -> None:
             table[device] = {name: timed(fn) for name, fn in runs.items()}
     print(f"one epoch, ResNet-18 at 224 px, {args.images} images of 320x256, batch {args.batch_size}, "
           f"{args.threads} torch thread(s), {args.workers} loader worker(s)")
-    print(f"{'':42s} {'CPU img/s (wall)':>18s} {'CPU img/CPU-s':>14s} {'GPU img/s':>20s}")
-    for name in table["cpu"]:
-        wall, cpu = table["cpu"][name]
-        gpu = f"{table['cuda'][name][0]:.1f}" if "cuda" in table else "pending (no GPU)"
-        print(f"{name:42s} {wall:18.2f} {cpu:14.2f} {gpu:>20s}")
+    print_rates(table, width=42, digits=2, gpu_digits=1)
     cpu = table["cpu"]
     print(f"ratio robustlab / bare, no augmentation:   {cpu['robustlab finetune'][0] / cpu['bare loop'][0]:.2f} "
           f"(wall), {cpu['robustlab finetune'][1] / cpu['bare loop'][1]:.2f} (CPU)")

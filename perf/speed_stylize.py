@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from rates import print_rates, timed
 
 
 def make_images(folder: Path, n: int, size: tuple[int, int], seed: int) -> list[Path]:
@@ -82,12 +82,6 @@ def robustlab_run(src: Path, styles: Path, out: Path, weights, device: str, work
     return stylize_dataset(src, styles, out, weights=weights, workers=workers, device=device).written
 
 
-def timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
-    n = fn()
-    return n / (time.perf_counter() - wall), n / max(1e-9, time.process_time() - cpu)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", type=int, default=6)
@@ -111,11 +105,7 @@ def main() -> None:
             }
     print(f"{args.images} content images of 512x512, {args.styles} styles (512 px shorter side), full-size AdaIN, "
           f"{args.threads} torch thread(s), {args.workers} worker(s)")
-    print(f"{'':20s} {'CPU img/s (wall)':>18s} {'CPU img/CPU-s':>14s} {'GPU img/s':>20s}")
-    for name in table["cpu"]:
-        wall, cpu = table["cpu"][name]
-        gpu = f"{table['cuda'][name][0]:.2f}" if "cuda" in table else "pending (no GPU)"
-        print(f"{name:20s} {wall:18.3f} {cpu:14.3f} {gpu:>20s}")
+    print_rates(table, width=20, digits=3, gpu_digits=2)
     cpu = table["cpu"]
     print(f"ratio robustlab / bare: {cpu['robustlab stylize'][0] / cpu['bare AdaIN loop'][0]:.2f} (wall), "
           f"{cpu['robustlab stylize'][1] / cpu['bare AdaIN loop'][1]:.2f} (CPU)")
