@@ -62,17 +62,6 @@ def imagenet_c_geometry():
     return Preprocessing(resize=IMAGENET_C_SIZE[0], crop=IMAGENET_C_SIZE[1], interpolation="bilinear").prepare_image
 
 
-def default_corruption_backend(device: str | None) -> str:
-    """``torch`` when the model runs on a GPU (``cuda``, ``cuda:N``, ``mps``, or ``auto`` with
-    CUDA present), ``numpy`` otherwise."""
-    text = "auto" if device is None else str(device)
-    if text == "auto":
-        import torch
-
-        return "torch" if torch.cuda.is_available() else "numpy"
-    return "numpy" if text == "cpu" else "torch"
-
-
 def check_corruption_backend(backend: str) -> str:
     from ..errors import unknown_name
 
@@ -373,7 +362,9 @@ class ImageNetC(Benchmark):
 
     def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
         if options.get("on_the_fly") and options.get("corruption_backend") is None:
-            return {**options, "corruption_backend": default_corruption_backend(device)}
+            from ..corruptions.api import torch_backend_by_default
+
+            return {**options, "corruption_backend": "torch" if torch_backend_by_default(device) else "numpy"}
         return options
 
     def configure(self, data: str, *, corruptions=None, severities=None, class_map=None, clean_data=None,

@@ -13,7 +13,7 @@ from ..seeding import RngLike, as_random_state, derive_seed
 from .checks import MIN_SIZE, check_severity
 from .registry import check_profile, get_corruption
 
-__all__ = ["MIN_SIZE", "check_severity", "corrupt", "corrupt_batch", "is_torch_tensor"]
+__all__ = ["MIN_SIZE", "check_severity", "corrupt", "corrupt_batch", "is_torch_tensor", "torch_backend_by_default"]
 
 
 def corrupt(image: np.ndarray, name: str, severity: int, *, rng: RngLike = None,
@@ -56,6 +56,18 @@ def is_torch_tensor(value: object) -> bool:
     """True for a torch tensor, without importing torch (a tensor implies torch is loaded)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
+
+
+def torch_backend_by_default(device: object) -> bool:
+    """Whether work on ``device`` corrupts with the torch backend unless told otherwise: yes on a
+    GPU (``cuda``, ``cuda:N``, ``mps``, a torch.device of those types, or ``auto``/None when
+    CUDA is present), no on the CPU, where the numpy kernels are faster and are the definition."""
+    text = "auto" if device is None else str(device)
+    if text == "auto":
+        import torch
+
+        return bool(torch.cuda.is_available())
+    return text.split(":")[0] in ("cuda", "mps")
 
 
 def corrupt_batch(images, name: str, severity, *, seed: int = 0, ids: Sequence[object] | None = None,

@@ -183,7 +183,9 @@ def augment_on_device(augmenter: object, backend: str, device: torch.device) -> 
             raise InputError("augment_backend='torch' needs a corruption augmentation (a scheme such as paper-noise, "
                              "or corruption names); an augmentation object runs in the workers (augment_backend='numpy').")
         return True
-    return batched and device.type in ("cuda", "mps")
+    from ..corruptions.api import torch_backend_by_default
+
+    return batched and torch_backend_by_default(device)
 
 
 def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int = 1, augment: object = None,
@@ -325,8 +327,8 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     workers = default_workers() if workers is None else int(workers)
     if workers < 0:
         raise InputError(f"workers must be 0 or more; got {workers}.")
-    run.train(images, augmenter, on_device=on_device, epochs=int(epochs), batch_size=int(batch_size), seed=int(seed), workers=workers,
-              checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, progress=progress, log=say,
+    run.train(images, augmenter, on_device=on_device, epochs=int(epochs), batch_size=int(batch_size),
+              seed=int(seed), workers=workers, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, progress=progress, log=say,
               on_step=on_step)
     spec_out = run.finish()
     say(f"fine-tuned model written to {out}: {spec_out}")
@@ -416,8 +418,8 @@ class TrainingRun:
 
     # -- training -----------------------------------------------------------------------------------------
 
-    def train(self, images: TrainingImages, augmenter, *, on_device: bool = False, epochs: int, batch_size: int, seed: int, workers: int,
-              checkpoint_every: int | None, checkpoint_minutes: float, progress: bool | None,
+    def train(self, images: TrainingImages, augmenter, *, on_device: bool = False, epochs: int, batch_size: int,
+              seed: int, workers: int, checkpoint_every: int | None, checkpoint_minutes: float, progress: bool | None,
               log: Callable[[str], None], on_step) -> None:
         n = len(self.data)
         plan = [b for e in range(epochs) for b in epoch_batches(n, batch_size, seed, e)]
