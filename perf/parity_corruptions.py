@@ -42,7 +42,7 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from refenv import ReferenceJob, ensure_refenv, run_reference_jobs  # noqa: E402
+from refenv import ReferenceJob, ensure_refenv, reference_env, run_reference_jobs  # noqa: E402
 
 from robustlab.corruptions import get_corruption, resolve_corruptions  # noqa: E402
 from robustlab.corruptions import corrupt  # noqa: E402
@@ -363,7 +363,8 @@ def write_defocus_kernels(path: Path) -> None:
         script = Path(tmp) / "disk.py"
         script.write_text(_DISK_WRITER)
         out = Path(tmp) / "kernels.npz"
-        proc = subprocess.run([str(python), str(script), str(out), json.dumps(params)], capture_output=True, text=True)
+        proc = subprocess.run([str(python), str(script), str(out), json.dumps(params)], env=reference_env(),
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"the reference run failed:\n{proc.stderr[-3000:]}")
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -54,17 +54,34 @@ REFENV_DIR = Path(os.environ.get("ROBUSTLAB_REFENV", BENCH_DIR / ".refenv"))
 #: The interpreter the environment is built from (override with ROBUSTLAB_REFENV_PYTHON).
 BASE_PYTHON = os.environ.get("ROBUSTLAB_REFENV_PYTHON", "python3.11")
 
+#: The reference stack, pinned exactly (the golden files under tests/fixtures/corruptions were made
+#: with these), including the dependencies of scikit-image.
 REQUIREMENTS = (
-    "numpy==1.26.*",
-    "scipy==1.12.*",
-    "scikit-image==0.20.*",
-    "setuptools<81",
-    "Pillow>=9,<11",
-    "opencv-python-headless>=4.8,<4.12",
+    "numpy==1.26.4",
+    "scipy==1.12.0",
+    "scikit-image==0.20.0",
+    "setuptools==65.5.0",
+    "Pillow==10.4.0",
+    "opencv-python-headless==4.11.0.86",
+    "imageio==2.38.1",
+    "lazy-loader==0.6",
+    "networkx==3.6.1",
+    "packaging==26.4",
+    "PyWavelets==1.9.0",
+    "tifffile==2026.3.3",
 )
+#: NumPy's float64 exp on CPUs with AVX-512F is its own vectorised approximation, 1 ulp off the
+#: correctly rounded value for some arguments (motion blur's Gaussian taps among them), while other
+#: CPUs call the C library: the reference itself gives different pixels on different machines
+#: (6 of the 60 small-image golden cells on an AVX-512 EPYC). The reference runs with NumPy's
+#: AVX-512 dispatch off, so it takes the C library's correctly rounded path on every machine, the
+#: path robustlab.corruptions.exactmath reproduces.
+REFERENCE_ENV = {
+    "NPY_DISABLE_CPU_FEATURES": "AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR",
+}
 REFERENCE_PACKAGE = "imagecorruptions==1.1.2"
 #: Bump when the recipe above changes: an environment built from an older recipe is rebuilt.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 _STAMP = ".robustlab-refenv.json"
 
 # Installed as sitecustomize.py in the environment: adapt the newer scikit-image / NumPy API to
@@ -231,6 +248,15 @@ def ensure_refenv(*, rebuild: bool = False, root: Path = REFENV_DIR, verbose: bo
     return refenv_python(root)
 
 
+def reference_env() -> dict[str, str]:
+    """The environment of a process of the reference env: one thread, no user site or PYTHONPATH,
+    NumPy's AVX-512 dispatch off (:data:`REFERENCE_ENV`)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "PYTHONNOUSERSITE": "1", **REFERENCE_ENV}
+    env.pop("PYTHONPATH", None)
+    return env
+
+
 @dataclass(frozen=True)
 class ReferenceJob:
     """One reference call: ``np.random.seed(seed)`` then ``corrupt(images[image], name, severity)``."""
@@ -270,9 +296,7 @@ def run_reference_jobs(images: Sequence[np.ndarray], jobs: Iterable[ReferenceJob
         np.savez(t / "in.npz", **{f"img{i}": np.asarray(img) for i, img in enumerate(images)})
         (t / "jobs.json").write_text(json.dumps([[j.image, j.name, int(j.severity), int(j.seed)] for j in jobs]))
         (t / "worker.py").write_text(_WORKER)
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "PYTHONNOUSERSITE": "1"}
-        env.pop("PYTHONPATH", None)
+        env = reference_env()
         proc = subprocess.run([str(python), str(t / "worker.py"), str(t / "in.npz"), str(t / "jobs.json"),
                                str(t / "out.npz"), str(int(repeat)), clock], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -359,7 +383,7 @@ def run_imagemagick_motion_blur(images: Sequence[np.ndarray], jobs: Iterable[tup
         np.savez(t / "in.npz", jobs=jobs, **{f"img{i}": np.asarray(img) for i, img in enumerate(images)})
         (t / "worker.py").write_text(_WAND_WORKER)
         proc = subprocess.run([str(python), str(t / "worker.py"), str(t / "in.npz"), str(t / "out.npz")],
-                              capture_output=True, text=True)
+                              env=reference_env(), capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"the ImageMagick run failed:\n{proc.stderr[-4000:]}")
         with np.load(t / "out.npz") as data:

@@ -17,6 +17,7 @@ from scipy.ndimage import zoom as scipy_zoom
 
 from robustlab.corruptions import PROFILES, corrupt, get_corruption, list_corruptions
 from robustlab.corruptions import _kernels as K
+from robustlab.corruptions import exactmath
 from robustlab.corruptions.blur import zoom_factors
 from robustlab.errors import InputError
 
@@ -245,7 +246,9 @@ def reference_shift(image, dx, dy):
 
 def reference_motion(x, radius, sigma, angle):
     width = 2 * radius + 1
-    k = np.exp(-np.arange(width) ** 2 / (2 * sigma ** 2)) / (np.sqrt(2 * np.pi) * sigma)
+    # the reference's formula; exp correctly rounded, as the reference's C library gives it (NumPy's
+    # own exp is 1 ulp off for some taps on AVX-512 CPUs: robustlab.corruptions.exactmath)
+    k = exactmath.exp(-np.arange(width) ** 2 / (2 * sigma ** 2)) / (np.sqrt(2 * np.pi) * sigma)
     k = k / k.sum()
     point = (width * np.sin(np.deg2rad(angle)), width * np.cos(np.deg2rad(angle)))
     hyp = math.hypot(*point)

@@ -117,24 +117,38 @@ def _digests(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*.mp4"))}
 
 
+def photo_folder(root: Path, size: int = 224) -> Path:
+    """Three natural photos (scikit-image's) at ``size`` px, as ``<root>/<class>/<name>.png``."""
+    from PIL import Image
+    from skimage import data
+
+    for cls, name in (("person", "astronaut"), ("cat", "chelsea"), ("cup", "coffee")):
+        (root / cls).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(getattr(data, name)()).resize((size, size)).save(root / cls / f"{name}.png")
+    return root
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs 2 CPUs to run the encoder with different CPU counts")
-def test_mp4_bit_identical_whatever_the_cpu_count(tmp_path):
-    """x264's output followed the number of CPUs it saw, so perturb's mp4 differed between
-    machines and between runs (fails on the old code)."""
-    src = image_folder(tmp_path / "src", per_class=1, size=64, noise=20)
+@pytest.mark.parametrize("preset", ["medium", "veryfast"])
+def test_mp4_bit_identical_whatever_the_cpu_count(tmp_path, preset):
+    """x264's output followed the number of CPUs it saw, and on AVX-512 CPUs its AVX-512 routines
+    made even two runs in one setting differ (9 of 12 files on 224 px photos): separate processes
+    with one CPU or all, -j 1 or -j 2, give the same bytes."""
+    src = photo_folder(tmp_path / "src")
     cpus = sorted(os.sched_getaffinity(0))
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    for name, cpu_set in (("one", cpus[:1]), ("all", cpus)):
+    for name, cpu_set, workers in (("one", cpus[:1], "1"), ("all", cpus, "2"), ("again", cpus, "1")):
         code = (f"import os, sys; os.sched_setaffinity(0, {cpu_set!r}); sys.argv = ['robustlab'] + sys.argv[1:]; "
                 "from robustlab.cli import main; main()")
         subprocess.run([sys.executable, "-c", code, "perturb", str(src), str(tmp_path / name), "-p",
-                        "rotate,gaussian_noise", "--format", "mp4", "-j", "1", "--no-progress"],
+                        "rotate,gaussian_noise", "--format", "mp4", "--preset", preset, "-j", workers, "--no-progress"],
                        env=env, check=True, capture_output=True, timeout=300)
-    one, everything = _digests(tmp_path / "one"), _digests(tmp_path / "all")
-    assert len(one) == 4 and one == everything
+    one = _digests(tmp_path / "one")
+    assert len(one) == 6 and one == _digests(tmp_path / "all") == _digests(tmp_path / "again")
     encoder = json.loads((tmp_path / "one" / PERTURB_SUMMARY).read_text())["encoder"]
     assert encoder["libx264"].startswith("core ") and "libavcodec" in encoder
+    assert encoder["byte_reproducible"] is True and encoder["x264_asm"].endswith("SSE4.2")
 
 
 def test_mp4_identical_whatever_the_worker_count(tmp_path):

@@ -19,6 +19,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .exactmath import exp as exact_exp
+from .exactmath import pairwise_sum
+
 __all__ = ["gaussian_filter", "gaussian_weights"]
 
 #: scipy skips an axis whose sigma is at most this.
@@ -29,14 +32,16 @@ MODES = ("nearest", "reflect")
 def gaussian_weights(sigma: float, truncate: float) -> np.ndarray:
     """scipy's 1-D Gaussian kernel: radius ``int(truncate * sigma + 0.5)``, exp, normalised.
 
-    Computed with the same NumPy operations as ``scipy.ndimage._filters._gaussian_kernel1d``
-    (order 0), so the weights are the same float64 values.
+    The same operations as ``scipy.ndimage._filters._gaussian_kernel1d`` (order 0), with the
+    exponential correctly rounded and the sum in NumPy's pairwise order
+    (:mod:`~robustlab.corruptions.exactmath`), so the weights are the same float64 values on
+    every machine (NumPy's own exp differs by one unit in the last place on CPUs with AVX-512).
     """
     sd = float(sigma)
     radius = int(float(truncate) * sd + 0.5)
     x = np.arange(-radius, radius + 1)
-    phi = np.exp(-0.5 / (sd * sd) * x ** 2)
-    return phi / phi.sum()
+    phi = exact_exp(-0.5 / (sd * sd) * x ** 2)
+    return phi / pairwise_sum(phi)
 
 
 def _boundary_index(n: int, radius: int, mode: str) -> np.ndarray:

@@ -31,6 +31,8 @@ from fractions import Fraction
 import numba
 import numpy as np
 
+from .exactmath import exp as exact_exp
+from .exactmath import pairwise_sum
 from ._gaussian import gaussian_filter
 from ._legacy_random import draw_randint
 
@@ -158,7 +160,7 @@ def _gaussian_weights32(n: int, sigma: float) -> list:
     """OpenCV's ``getGaussianKernel(n, sigma, CV_32F)``: float32 exp weights, summed in float64,
     each scaled by the inverse sum and rounded to float32."""
     scale2 = -0.5 / (sigma * sigma)
-    weights = [np.float32(math.exp(scale2 * (i - (n - 1) * 0.5) ** 2)) for i in range(n)]
+    weights = [np.float32(v) for v in exact_exp([scale2 * (i - (n - 1) * 0.5) ** 2 for i in range(n)])]
     inverse = 1.0 / sum(float(w) for w in weights)
     return [np.float32(float(w) * inverse) for w in weights]
 
@@ -247,9 +249,12 @@ def motion_blur_kernel(radius: int, sigma: float, angle: float, shape: tuple[int
     """
     width = 2 * int(radius) + 1
     taps = np.arange(width)
-    gauss = np.exp(-taps ** 2 / (2 * (sigma ** 2))) / (np.sqrt(2 * np.pi) * sigma)
-    weights = gauss / np.sum(gauss)
-    point = (width * np.sin(np.deg2rad(angle)), width * np.cos(np.deg2rad(angle)))
+    # exp correctly rounded and the sum in NumPy's pairwise order (exactmath): the weights are the
+    # same float64 values on every machine; NumPy's own exp is not on CPUs with AVX-512.
+    gauss = exact_exp(-taps ** 2 / (2 * (sigma ** 2))) / (np.sqrt(2 * np.pi) * sigma)
+    weights = gauss / pairwise_sum(gauss)
+    radians = float(angle) * (math.pi / 180.0)  # numpy.deg2rad's one multiplication
+    point = (width * math.sin(radians), width * math.cos(radians))
     hypot = math.hypot(point[0], point[1])
     dys, dxs = [], []
     for i in range(width):

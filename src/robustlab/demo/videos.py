@@ -11,8 +11,8 @@ filmed by a virtual camera with
 - **motion blur** from a simulated shutter (three sub-frame renders averaged).
 
 Frames are encoded with libx264 through PyAV (yuv420p, CRF 28, a fixed GOP of 24 frames with
-two B-frames between references, one thread, so the bytes are reproducible), so decoded frames
-carry real codec artefacts and I/P/B picture types.
+two B-frames between references; :mod:`robustlab.data.h264` makes the bytes reproducible on any
+machine), so decoded frames carry real codec artefacts and I/P/B picture types.
 
 :func:`make_videos` writes ``OUT/videos/clip_NN.mp4``, ``OUT/labels.json`` (``{file: class}``,
 the ``labels`` of :func:`robustlab.video.sampling.sample_videos`), ``OUT/classes.json`` and
@@ -32,6 +32,7 @@ import av
 import cv2
 import numpy as np
 
+from ..data.h264 import open_h264_stream
 from ..errors import InputError
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..seeding import derive_seed
@@ -40,8 +41,9 @@ from .world import (CLASS_NAMES, alpha_box, backgrounds, contrasting_colour, dig
 
 TRUTH_FILE = "truth.json"
 TRUTH_FORMAT = "robustlab-demo-video-truth/1"
-#: Encoder settings: fixed GOP, 2 B-frames, no scene-cut keyframes, single thread (reproducible).
-X264_PARAMS = "keyint=24:min-keyint=24:scenecut=0:bframes=2:b-adapt=0:threads=1"
+#: Encoder settings: fixed GOP, 2 B-frames, no scene-cut keyframes (threads and x264's instruction
+#: sets are fixed by robustlab.data.h264).
+X264_PARAMS = "keyint=24:min-keyint=24:scenecut=0:bframes=2:b-adapt=0"
 CRF = 28
 SHUTTER = (-0.33, 0.0, 0.33)
 #: Fraction of videos whose digit leaves the frame partly in the second half.
@@ -174,11 +176,8 @@ def encode_h264(frames: np.ndarray, path: str | os.PathLike, fps: int = 24, crf:
         raise InputError(f"H.264 (yuv420p) needs even frame sides; got {frames.shape[2]}x{frames.shape[1]}.")
     with atomic_path(path) as tmp:
         with av.open(str(tmp), "w", format="mp4") as container:
-            stream = container.add_stream("libx264", rate=int(fps))
-            stream.width, stream.height = int(frames.shape[2]), int(frames.shape[1])
-            stream.pix_fmt = "yuv420p"
-            stream.options = {"crf": str(int(crf)), "preset": "medium", "x264-params": X264_PARAMS}
-            stream.codec_context.thread_count = 1
+            stream = open_h264_stream(container, width=int(frames.shape[2]), height=int(frames.shape[1]), fps=int(fps),
+                                      crf=crf, preset="medium", pix_fmt="yuv420p", extra_params=X264_PARAMS)
             for i, frame in enumerate(frames):
                 vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
                 vf.pts = i

@@ -18,10 +18,10 @@ released (``gaussian_noise_2``). The behaviour is that of ``robustlab corrupt``:
   limit (``max_pixels``), are listed at the end and in the summary file;
 - **one run per destination**: a run holds a lock on DST (a second one stops, naming the
   holder); DST may lie inside SRC and is never read back as input;
-- **mp4 is bit-identical** for the same settings and the same encoder build: libx264 runs
-  single-threaded with fixed options, and the summary file records the libx264 and libav*
-  versions (``encoder``). Another build of libx264 may encode differently; npy and png are
-  lossless and identical everywhere.
+- **mp4 is byte-identical** for the same settings and the same encoder build, whatever the
+  worker count, CPU count, affinity, preset or resume point (:mod:`robustlab.data.h264`); the
+  summary file records the libx264 and libav* versions and whether this machine's x264 output
+  is byte-reproducible (``encoder``). npy and png are lossless and identical everywhere.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 from ..data.builds import (BuildSummary, TaskResult, check_resume, output_lock, record_sources, running, source_changes,
                            source_stamps, write_summary)
 from ..data.folders import ImageDataset, check_output_location, discover_dataset
+from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import default_workers, run_jobs
 from ..errors import DataError, InputError, RobustlabError, unknown_name
@@ -50,8 +51,6 @@ from .registry import SETTINGS, get_perturbation, list_perturbations
 SUMMARY_NAME = "robustlab-perturb.json"
 #: Settings that must match to resume into an existing DST (they change the sequences).
 RESUME_KEYS = ("seed", "setting", "difficulty", "format", "preset")
-X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow",
-                "placebo")
 _SUBSETS = ("test", "validation", "all", "noise", "temporal")
 
 ProgressCallback = Callable[[int], None]

@@ -20,12 +20,11 @@ encoder exactly. Pixel format: ffmpeg encodes RGB PNG input with libx264 as ``yu
 (no chroma subsampling), so robustlab does too; ``pix_fmt="yuv420p"`` gives the more widely
 playable variant (even frame sizes only).
 
-Determinism: libx264's output depends on its thread count, which by default follows the
-number of CPUs the process may use (so the same command gave different files on a 2-core and
-a 16-core machine, or under ``taskset``). robustlab encodes single-threaded (``threads=1``,
-no sliced or lookahead threads) with fixed options, so an mp4 is bit-identical for the same
-frames, settings and encoder build; :func:`encoder_versions` names that build (the perturb
-summary file records it). Throughput comes from encoding many sequences in parallel.
+Determinism: mp4 files are encoded by :mod:`robustlab.data.h264`, so they are byte-identical
+for the same frames, settings and encoder build, whatever the number of workers or CPUs, the CPU
+affinity or the preset (one x264 thread, x264's instruction sets pinned to x86-64-v2);
+:func:`encoder_versions` names that build and says whether this machine's output is
+byte-reproducible (the perturb summary file records it).
 
 The dataset layout is ``<root>/<perturbation>/<class>/<name>.<ext>`` (``<class>`` is absent
 for a flat source folder); CIFAR-10-P keeps one ``<perturbation>.npy`` array of shape
@@ -36,16 +35,14 @@ read, has the wrong number of frames, or is shorter than a metric's stride.
 
 from __future__ import annotations
 
-import functools
-import io
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from ..data.h264 import encoder_record, open_h264_stream
 from ..data.images import encode_image, read_image
 from ..errors import DataError, InputError
 from ..fsutil import TMP_SUFFIX, atomic_path, ensure_dir
@@ -129,10 +126,8 @@ def encode_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = Fal
     t, h, w, _ = frames.shape
     crf = (MP4_NOISE_CRF if noise else MP4_CRF) if crf is None else crf
     with av.open(str(path), mode="w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height, stream.pix_fmt = w, h, pix_fmt
-        stream.codec_context.thread_count = 1  # x264's output depends on its thread count: see module docstring
-        stream.options = {"crf": str(int(crf)), "preset": preset, **({"tune": "grain"} if noise else {})}
+        stream = open_h264_stream(container, width=w, height=h, fps=fps, crf=crf, preset=preset, pix_fmt=pix_fmt,
+                                  tune="grain" if noise else None)
         for frame in frames:
             for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")):
                 container.mux(packet)
@@ -140,25 +135,10 @@ def encode_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = Fal
             container.mux(packet)
 
 
-@functools.lru_cache(maxsize=1)
-def encoder_versions() -> dict[str, str]:
-    """The versions that decide the bytes of an mp4: libx264's core (read from the SEI message
-    of a one-frame encode) and PyAV's libav* libraries, e.g. ``{"libx264": "core 165", ...}``."""
-    import av
-
-    buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=MP4_FPS)
-        stream.width = stream.height = 16
-        stream.pix_fmt = MP4_PIX_FMT
-        stream.codec_context.thread_count = 1
-        frame = av.VideoFrame.from_ndarray(np.zeros((16, 16, 3), np.uint8), format="rgb24")
-        data = b"".join(bytes(p) for p in [*stream.encode(frame), *stream.encode()])
-    match = re.search(rb"x264 - (core [0-9]+(?: r[0-9]+ [0-9a-f]+)?)", data)
-    versions = {"libx264": match.group(1).decode() if match else "unknown", "pyav": str(av.__version__)}
-    versions.update({name: ".".join(map(str, v)) for name, v in sorted(av.library_versions.items())
-                     if name in ("libavcodec", "libavformat", "libavutil", "libswscale")})
-    return versions
+def encoder_versions() -> dict:
+    """What decides the bytes of an mp4 (libx264 core, PyAV and libav* versions, the pinned x264
+    instruction sets, ``byte_reproducible``): :func:`robustlab.data.h264.encoder_record`."""
+    return dict(encoder_record())
 
 
 def write_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = False, crf: int | None = None,
