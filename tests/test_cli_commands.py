@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 COMMANDS = ("corrupt", "list", "report", "perturb", "import-mmdet", "export-detection", "evaluate", "runs", "show",
-            "demo", "study", "video", "review", "finetune", "stylize")
+            "demo", "study", "video", "review", "finetune", "stylize", "doctor")
 
 
 def test_every_command_is_listed_in_help():

@@ -406,6 +406,26 @@ def evaluate_command(
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
 
 
+@app.command("doctor")
+def doctor_command(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    no_self_check: bool = typer.Option(False, "--no-self-check", help="Only compare the stack with the lock and "
+                                       "look at the devices (skip the ~10 s self-check)."),
+) -> None:
+    """Check this installation: the installed stack against the lock the tests and figures were made
+    with (names each package that differs), a self-check of about 10 s (golden corruption cells of
+    imagecorruptions 1.1.2, an H.264 round trip against recorded bytes, a store round trip), and
+    whether CUDA and Ray are available. Exits 1 when a self-check gives other results than recorded."""
+    import json
+
+    from .doctor import run_doctor
+
+    report = run_doctor(self_check=not no_self_check)
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.text())
+    if report.failed:
+        raise typer.Exit(1)
+
+
 @app.command("runs")
 def runs_command(
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..environment import describe_differences, distinct_environments
 from ..errors import InputError
 from ..models.preprocessing import Preprocessing
 from .benchmark import Benchmark, MetricRow, get_benchmark
@@ -43,6 +44,9 @@ class EvaluationResult:
         Units of the run, and units this call computed (0 when everything was stored).
     seconds : float
         Wall time of this call.
+    environments : list of dict
+        The distinct environments (:func:`robustlab.environment.environment_record`) its stored
+        units were computed in: one normally, more when a run was resumed elsewhere.
     """
 
     run_id: str
@@ -59,6 +63,7 @@ class EvaluationResult:
     units_computed: int = 0
     seconds: float = 0.0
     executor: str = ""
+    environments: list[dict] = field(default_factory=list)
 
     def metric(self, name: str, setting: str = "") -> float:
         """One metric value, e.g. ``result.metric("mce")`` or ``result.metric("error", "fog/3")``."""
@@ -75,6 +80,8 @@ class EvaluationResult:
             "notes": list(self.notes),
             "problems": [{"unit": u, "sample_id": i, "message": m} for u, i, m in self.problems],
             "units_total": self.units_total, "units_computed": self.units_computed, "seconds": self.seconds,
+            "environment": self.environments[0] if len(self.environments) == 1 else None,
+            "environments": list(self.environments),
         }
 
     def table(self) -> str:
@@ -321,8 +328,14 @@ def load_result(store, run: str, *, benchmark: Benchmark | None = None) -> Evalu
                            f"({type(exc).__name__}: {exc}), so the metric rows are shown as stored.")
     elif metrics:
         notes = []
+    environments = distinct_environments(meta.get("environment") for meta in store.unit_meta(record.id).values())
+    differ = describe_differences(environments, noun="environment")
+    if differ:
+        notices.append(f"the units of this run were computed in {len(environments)} environments; they differ in "
+                       + "; ".join(differ))
     return EvaluationResult(
         run_id=record.id, model=record.model, benchmark=record.benchmark, dataset=record.dataset,
         config=record.config, status=record.status, metrics=metrics, summary=summary, notes=notices + notes,
-        problems=store.problems(record.id), units_total=record.n_units_done,
+        problems=store.problems(record.id), units_total=record.n_units_done, environments=environments,
     )
+

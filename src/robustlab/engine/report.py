@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..environment import summarize
 from ..errors import RobustlabError
 from .benchmark import get_benchmark, metric_rows_text
 
@@ -26,6 +27,11 @@ def format_result(result) -> str:
     """The text report of an :class:`~robustlab.engine.EvaluationResult` (see the module docstring)."""
     lines = [f"run {result.run_id}  {result.benchmark}  model {result.model}",
              f"data {result.dataset}  status {result.status}"]
+    environments = getattr(result, "environments", None) or []
+    if len(environments) == 1:
+        lines.append(f"environment: {summarize(environments[0])}")
+    elif environments:
+        lines.append(f"environments: {len(environments)} (see the note below)")
     try:
         bench = get_benchmark(result.benchmark)
     except RobustlabError:  # not installed here: load_result's notes say so

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..environment import environment_record
 from ..errors import DataError, ModelError, RobustlabError
 from .benchmark import Benchmark, Unit
 from .records import Batch, collate, sample_id
@@ -284,7 +285,10 @@ class UnitResults:
         return out, problems
 
     def meta(self, n_samples: int, n_skipped: int) -> dict[str, Any]:
-        return {"n_samples": n_samples, "n_skipped": n_skipped, "fingerprint": self.work.fingerprint}
+        """The unit's catalog meta: sample counts, the data's fingerprint and the environment it was
+        computed in (recorded beside the run, never part of its identity)."""
+        return {"n_samples": n_samples, "n_skipped": n_skipped, "fingerprint": self.work.fingerprint,
+                "environment": environment_record()}
 
 
 def write_unit(store, run_id: str, results: UnitResults) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
+from ..environment import describe_differences, distinct_environments, summarize
 from ..errors import InputError
 from ..fsutil import atomic_write_text
 from .collect import Estimate, collect_results, metric_table
@@ -66,6 +67,20 @@ def build(results: Sequence, context: ReportContext | None = None) -> tuple[list
     return summary, sections
 
 
+def environment_notice(results: Sequence) -> str:
+    """One sentence on where the reported numbers were computed: the one environment they share, or
+    that they come from several and what differs between them (runs side by side from different
+    stacks or machines may differ in their last digits)."""
+    environments = distinct_environments(env for r in results for env in getattr(r, "environments", []) or [])
+    if not environments:
+        return ""
+    if len(environments) == 1:
+        return f"Computed in one environment: {summarize(environments[0])}."
+    return (f"These runs come from {len(environments)} different environments, so numbers side by side may "
+            f"differ by the stack as well as the model; they differ in " + "; ".join(
+                describe_differences(environments, noun="environment")) + ".")
+
+
 def render_html(results: Sequence, *, title: str = "robustlab report", store: str = "",
                 context: ReportContext | None = None) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("robustlab.report", "templates"),
@@ -73,7 +88,7 @@ def render_html(results: Sequence, *, title: str = "robustlab report", store: st
     summary, sections = build(results, context)
     return env.get_template("report.html.j2").render(
         title=title, version=__version__, store=store, n_runs=len(results), summary_columns=SUMMARY_COLUMNS,
-        summary_rows=summary, sections=sections)
+        summary_rows=summary, sections=sections, environment=environment_notice(results))
 
 
 def render_markdown(results: Sequence, *, title: str = "robustlab report",
@@ -84,7 +99,8 @@ def render_markdown(results: Sequence, *, title: str = "robustlab report",
         esc = [[str(v).replace("|", "\\|") for v in row] for row in rows]
         return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + ["| " + " | ".join(r) + " |" for r in esc]
 
-    out = [f"# {title}", "", "## Summary", ""] + table(SUMMARY_COLUMNS, summary)
+    notice = environment_notice(results)
+    out = [f"# {title}", ""] + ([notice, ""] if notice else []) + ["## Summary", ""] + table(SUMMARY_COLUMNS, summary)
     for sec in sections:
         out += ["", f"## {sec.title}", "", sec.intro, ""]
         if sec.rows:
