@@ -27,7 +27,8 @@ robustlab's figures are printed alone, saying why.
 
 Usage::
 
-    python perf/speed_corruptions.py                               # all 19 x 5, 224x224 and 640x427
+    python perf/speed_corruptions.py                               # all 19 x 5, 224x224 and 640x427, 4 photos
+    python perf/speed_corruptions.py --photos rocket                # one photo (the earlier figures)
     python perf/speed_corruptions.py --repeat 3 --sizes 224x224 --corruptions blur,fog
     python perf/speed_corruptions.py --no-reference --json speed.json
     python perf/speed_corruptions.py --no-reference --sizes 224x224 --rounds 3   # busy machine
@@ -94,13 +95,20 @@ def parse_sizes(spec: str) -> list[tuple[int, int]]:
     return sizes
 
 
-def bench_image(width: int, height: int) -> np.ndarray:
-    """A natural photo at exactly ``width`` x ``height`` (uint8 HxWx3): scikit-image's rocket
-    (427x640, the benchmark's large size), centre-cropped to the aspect ratio and resized."""
+#: Natural photos shipped with scikit-image; the figures are given as a range over them.
+PHOTOS = ("rocket", "astronaut", "coffee", "chelsea")
+
+
+def bench_image(width: int, height: int, photo: str = "rocket") -> np.ndarray:
+    """A natural photo at exactly ``width`` x ``height`` (uint8 HxWx3): one of scikit-image's
+    :data:`PHOTOS` (rocket is 427x640, the benchmark's large size), centre-cropped to the aspect
+    ratio and resized."""
     import cv2
     import skimage.data
 
-    img = skimage.data.rocket()
+    if photo not in PHOTOS:
+        raise SystemExit(f"unknown photo {photo!r}; one of {', '.join(PHOTOS)}")
+    img = getattr(skimage.data, photo)()
     h, w = img.shape[:2]
     scale = min(h / height, w / width)
     ch, cw = round(height * scale), round(width * scale)
@@ -294,9 +302,30 @@ def check_targets(rows: dict, names: list[str]) -> list[str]:
         for name, c in r["corruptions"].items():
             if c["ratio"] < TARGET_EACH:
                 missed.append(f"{label}: {name} slower than the reference ({c['ratio']:.2f}x)")
-        if full and label == "224x224" and r["total"]["robustlab_ms"] > TARGET_224_MS:
+        if full and label.endswith("224x224") and r["total"]["robustlab_ms"] > TARGET_224_MS:
             missed.append(f"{label}: all 19 x 5 take {r['total']['robustlab_ms']:.0f} ms > {TARGET_224_MS:.0f} ms")
     return missed
+
+
+def photo_ranges(rows: dict, photos: list[str], sizes: list[str]) -> dict:
+    """Per size, the range over the photos of the total ratio, glass_blur's and the slowest
+    corruption's (``{size: {"total": [min, max], ...}}``); rows keyed ``"<photo> <size>"``."""
+    out = {}
+    for size in sizes:
+        labelled = [rows[f"{photo} {size}"] for photo in photos if f"{photo} {size}" in rows]
+        if not labelled or "ratio" not in labelled[0]["total"]:
+            continue
+        totals = [r["total"]["ratio"] for r in labelled]
+        entry = {"total": [min(totals), max(totals)]}
+        glass = [r["corruptions"]["glass_blur"]["ratio"] for r in labelled if "glass_blur" in r["corruptions"]]
+        if glass:
+            entry["glass_blur"] = [min(glass), max(glass)]
+        slowest = [min(r["corruptions"].items(), key=lambda kv: kv[1]["ratio"]) for r in labelled]
+        entry["slowest"] = [[name, c["ratio"]] for name, c in slowest]
+        entry["ms_per_image"] = [min(r["total"]["robustlab_ms"] for r in labelled),
+                                 max(r["total"]["robustlab_ms"] for r in labelled)]
+        out[size] = entry
+    return out
 
 
 def print_table(rows: dict, names: list[str], with_reference: bool, clock: str) -> None:
@@ -338,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
                         f"{MAX_CALLS} calls), on both sides: cheap cells get more calls, so their minimum "
                         "is steadier (default 0.25)")
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"WIDTHxHEIGHT list (default {DEFAULT_SIZES})")
+    parser.add_argument("--photos", default=",".join(PHOTOS),
+                        help=f"natural photos to time, comma-separated (default all: {','.join(PHOTOS)}); "
+                             "figures are printed per photo and as a range over them")
     parser.add_argument("--corruptions", default="all", help="names or subsets, comma-separated (default all)")
     parser.add_argument("--reference-repeat", type=int, default=1, help="least calls per cell for the "
                         "reference (default 1: glass_blur takes seconds a call; --min-time adds calls to the "
@@ -361,9 +393,21 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--min-time must be >= 0")
 
     names = resolve_corruptions(args.corruptions)
-    images = {f"{w}x{h}": bench_image(w, h) for w, h in parse_sizes(args.sizes)}
+    photos = [p.strip() for p in args.photos.split(",") if p.strip()]
+    sizes = parse_sizes(args.sizes)
+    size_labels = [f"{w}x{h}" for w, h in sizes]
+    images = {f"{photo} {w}x{h}": bench_image(w, h, photo) for photo in photos for w, h in sizes}
     _single_thread_here()
     cpu = cpu_model()
+    try:
+        from robustlab.environment import environment_record, summarize
+
+        environment = environment_record()
+    except ImportError:  # timing an older checkout
+        environment, summarize = None, None
+    print("command: python perf/speed_corruptions.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    if environment is not None:
+        print(f"robustlab's stack: {summarize(environment)}")
     try:
         from robustlab.corruptions._legacy_random import KINDS, SAMPLER_ENV, sampler_route
     except ImportError:  # a robustlab from before the sampler routes (timing an older checkout)
@@ -392,12 +436,21 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = summarise(ours.best[args.clock], ref.best[args.clock] if ref else None, list(images), names)
     print_table(rows, names, ref is not None, args.clock)
+    ranges = photo_ranges(rows, photos, size_labels) if ref is not None else {}
+    for size, r in ranges.items():
+        slowest = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in r["slowest"])
+        print(f"{size}, range over {len(photos)} photos: total {r['total'][0]:.1f}x to {r['total'][1]:.1f}x"
+              + (f", glass_blur {r['glass_blur'][0]:.0f}x to {r['glass_blur'][1]:.0f}x" if "glass_blur" in r else "")
+              + f", robustlab {r['ms_per_image'][0]:.0f} to {r['ms_per_image'][1]:.0f} ms per image; "
+              f"slowest per photo: {slowest}")
     result = {"clock": args.clock, "all_clocks": {
                   side: {clock: {"/".join(map(str, k)): v for k, v in t.best[clock].items()} for clock in CLOCKS}
-                  for side, t in (("robustlab", ours), ("reference", ref)) if t is not None},"sizes": list(images), "corruptions": names, "repeat": args.repeat,
+                  for side, t in (("robustlab", ours), ("reference", ref)) if t is not None}, "sizes": size_labels, "images": list(images), "corruptions": names, "repeat": args.repeat,
               "reference_repeat": args.reference_repeat, "min_time": args.min_time, "rounds": args.rounds,
               "malloc": "default" if args.default_malloc else MALLOC_ENV, "rows": rows,
-              "cpu": cpu, "cpu_count": os.cpu_count(), "sampler_routes": routes,
+              "cpu": cpu, "cpu_count": os.cpu_count(), "sampler_routes": routes, "photos": photos,
+              "ranges": ranges, "environment": environment,
+              "command": ["perf/speed_corruptions.py", *(sys.argv[1:] if argv is None else argv)],
               "load_average": os.getloadavg(), "reference": ref is not None}
     status = 0
     if ref is None:

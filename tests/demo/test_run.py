@@ -46,6 +46,18 @@ def test_a_nearly_full_disk_is_refused_before_anything_is_written(tmp_path, monk
     assert not out.exists()
 
 
+def _script(name: str):
+    """A module of scripts/ (not a package), loaded from its file."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"scripts_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def canonical(rows) -> list[tuple]:
     """Metric rows, sorted, with NaN (an undefined metric, e.g. a ratio over no pairs) made comparable."""
     return sorted((m, s, None if v != v else v) for m, s, v in rows)
@@ -76,10 +88,13 @@ def headline_ratios(results, model: str) -> dict[str, float | None]:
 
 @pytest.mark.slow
 def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
-    """Two fresh quick demos from seed 0, in two folders, give the same world and numbers (run ids
-    name the data's path, so they differ between folders); the demo CNN's ratios to the baseline
+    """Two fresh quick demos from seed 0, in two folders, give the same world (every file, the H.264
+    videos included), the same per-sample predictions and the same numbers (run ids name the data's
+    path, so they differ between folders); the demo CNN's ratios to the baseline
     are interpretable; every report figure is free of overlapping text (checked in Chromium when
     it is installed); a third run in the first folder finds everything stored, same run ids."""
+    compare_columns = _script("compare_stores").compare_columns
+
     from robustlab.engine import get_benchmark
     from robustlab.report import collect_results
     from robustlab.store import open_store
@@ -108,8 +123,11 @@ def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
             assert value is not None and RATIO_RANGE[0] < value < RATIO_RANGE[1], (name, ratios)
         before = {r.run_id: canonical(r.metrics) for r in results}
         by_setting = {(r.benchmark, r.model): canonical(r.metrics) for r in results}
+        predictions = {(r.benchmark, r.model): st.read_predictions(r.run_id) for r in results}
     with open_store(second.store) as st:
         assert {(r.benchmark, r.model): canonical(r.metrics) for r in collect_results(st)} == by_setting
+        for r in collect_results(st):  # and every per-sample prediction, column by column
+            assert compare_columns(predictions[(r.benchmark, r.model)], st.read_predictions(r.run_id)) == [], r.model
     third = demo_run.run_demo(tmp_path / "a", quick=True, progress=False, log=lambda s: None)
     assert third.runs == first.runs
     with open_store(third.store) as st:
