@@ -58,6 +58,7 @@ from ..errors import DataError, InputError, RobustlabError
 from ..video.review import LABEL_ANSWERS, REASONS, SIMILARITY_ANSWERS
 from .database import NO_ANSWER, SESSION_SECONDS, User
 from .frames import FrameCache
+from .rounds import joint_decisions
 from .security import (
     CookieSigner,
     LoginRateLimiter,
@@ -68,7 +69,6 @@ from .security import (
     token_hash,
     verify_password,
 )
-from .rounds import joint_decisions
 from .service import (
     IncompleteReview,
     ReviewService,

@@ -77,6 +77,13 @@ def check_listen_address(host: str, port: int) -> None:
     if not isinstance(host, str) or not host.strip() or any(c.isspace() for c in host) or len(host) > 253:
         raise InputError(f"--host {host!r} is not an address: give an IP address of this machine "
                          "(127.0.0.1 by default, 0.0.0.0 for every interface) or a host name.")
+    looks_numeric = all(c.isdigit() or c == "." for c in host)
+    if looks_numeric:
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise InputError(f"--host {host!r} is not a valid IPv4 address (four numbers 0-255, e.g. 127.0.0.1).") \
+                from None
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError, ValueError) as exc:

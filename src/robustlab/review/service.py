@@ -22,7 +22,15 @@ from ..errors import DataError, InputError
 from ..video.finalize import PairDecision, finalize
 from ..video.review import ReviewRecord, parse_review, write_reviews
 from . import rounds
-from .database import Answer, ReviewDatabase, RoundChangeRefused, RoundMismatch, StaleAnswer, User, answer_base
+from .database import (
+    Answer,
+    ReviewDatabase,
+    RoundChangeRefused,
+    RoundMismatch,
+    StaleAnswer,
+    User,
+    answer_base,
+)
 from .tasks import ReviewTask, TaskSet
 
 EXPORT_FILE = "review-app.jsonl"

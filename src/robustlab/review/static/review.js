@@ -134,7 +134,7 @@
         requestAnimationFrame(function () {
           form.inert = false;
           ready = true;
-          form.focus();
+          form.focus({ preventScroll: true });
           if (autoSave) {
             setState("Saving the answer you gave before logging in ...", "busy");
             var base = form.querySelector('input[name="base"]');
@@ -176,7 +176,7 @@
       var target = event.target;
       if (form.contains(target) || (inHistory && history && history.contains(target)) || document.body.classList.contains("full-view")) { return; }
       inHistory = false;
-      if (ready) { form.focus(); }
+      if (ready) { form.focus({ preventScroll: true }); }
     });
     var frames = document.getElementById("frames");
     if (frames) { frames.addEventListener("click", toggleFull); }
@@ -192,13 +192,13 @@
         if (key === "Enter" || key === "Escape") {   // leave the field; Enter here never saves
           event.preventDefault();
           syncBoxesFromText();
-          form.focus();
+          form.focus({ preventScroll: true });
           record(KEY_NAMES[lower]);
         }
         return;
       }
       if (inHistory && history && history.contains(target)) {
-        if (key === "Escape" || lower === "h") { event.preventDefault(); inHistory = false; form.focus(); }
+        if (key === "Escape" || lower === "h") { event.preventDefault(); inHistory = false; form.focus({ preventScroll: true }); }
         else if (key === "Tab") { cycle(event, history.querySelectorAll("a")); }
         return;                                      // Enter follows the link
       }
@@ -264,7 +264,7 @@
           img.setAttribute("src", full);
         }
       });
-      if (!on) { form.focus(); }
+      if (!on) { form.focus({ preventScroll: true }); }
     }
 
     function tabStops() {
