@@ -316,10 +316,10 @@
     function syncBoxesFromText() {
       if (!textInput || !boxes.length) { return; }
       var names = {};
-      Array.prototype.forEach.call(boxes, function (b) {
-        names[b.value] = b.value;
+      Array.prototype.forEach.call(boxes, function (b) {   // class names, then numbers (a number wins, as on the server)
         names[b.parentNode.textContent.replace(/\(labelled\)/, "").replace(/^\s*\d+\s*/, "").trim().toLowerCase()] = b.value;
       });
+      Array.prototype.forEach.call(boxes, function (b) { names[b.value] = b.value; });
       var wanted = {};
       textInput.value.split(/[,;]/).forEach(function (part) {
         var v = part.trim().toLowerCase();
