@@ -129,6 +129,7 @@ def test_back_and_forward_show_only_the_saved_answer(browser, live_server, servi
     assert page.errors == []
 
 
+@pytest.mark.slow  # the frames arrive 1.5 s late on purpose
 def test_the_form_is_inert_until_both_frames_are_shown(browser, service, serve, slow_app):  # noqa: F811
     base = serve(slow_app)
     page = log_in(browser, base, "ana")
@@ -162,6 +163,7 @@ def visible_without_scrolling(page, selectors) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
 
 
+@pytest.mark.slow  # three pages and two viewports
 def test_layout_at_1366x768_and_390px(browser, live_server, service, tmp_path):  # noqa: F811
     page = log_in(browser, live_server, "ana")
     # the anchor step: question, classes, the keys pressed and Save, beside the frame

@@ -68,7 +68,6 @@ def test_round2_keeps_every_dissimilar_answer_given_while_it_opens(service, monk
         assert "round 2 is open now" in outcome["message"] and "nothing was saved" in outcome["message"]
 
 
-@pytest.mark.slow  # many trials of a real race, without any hook
 def test_round2_under_concurrent_answers_many_trials(tasks_file, tmp_path, users):
     from robustlab.review.server import build_service
 
