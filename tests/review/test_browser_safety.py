@@ -390,3 +390,22 @@ def test_every_key_of_a_whole_round_at_1366x768(browser, live_server, service): 
     assert len(answers) == 10 and answers[2].reason == "motion" and answers[3].similarity == "unsure"
     assert answers[7].label_correct == "no" and all(answers[i].label_correct == "yes" for i in (1, 4, 6, 8, 9))
     assert page.errors == []
+
+
+def test_a_reload_keeps_the_unsaved_choices_of_that_task_only(browser, live_server, service):  # noqa: F811
+    page = log_in(browser, live_server, "ana")
+    answer(page, "y")
+    task = shown(page)
+    keys(page, "d 3")
+    page.reload()
+    wait_ready(page)
+    assert shown(page) == task and checked(page) == {"label_correct": ["yes"], "similarity": ["dissimilar"],
+                                                     "reason": ["blur_change"]}
+    assert page.locator("#restored-note").count() == 1 and saved(service, "ana", task) is None
+    # another task never gets them
+    page.goto(live_server + f"/review?task={task + 1}")
+    wait_ready(page)
+    assert checked(page) == {"label_correct": ["yes"]} and page.locator("#restored-note").count() == 0
+    page.goto(live_server + f"/review?task={task}")
+    wait_ready(page)
+    assert checked(page) == {"label_correct": ["yes"]}               # a new visit: the saved state (none)
