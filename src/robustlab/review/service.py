@@ -269,10 +269,11 @@ class ReviewService:
         """Every answer as a review record (what the export writes)."""
         return self.db.records()
 
-    def export(self, path: str | os.PathLike | None = None) -> Path:
-        """Write every answer as review JSON Lines (default ``TASKS folder/reviews/review-app.jsonl``)."""
+    def export(self, path: str | os.PathLike | None = None, records: list[ReviewRecord] | None = None) -> Path:
+        """Write every answer (or ``records``) as review JSON Lines (default
+        ``TASKS folder/reviews/review-app.jsonl``)."""
         target = Path(path) if path is not None else self.task_set.root / "reviews" / EXPORT_FILE
-        return write_reviews(target, self.records())
+        return write_reviews(target, self.records() if records is None else records)
 
     def finalize(self, *, require_anchor_review: bool = False, accept_incomplete: bool = False,
                  by: str | None = None) -> dict:
@@ -311,7 +312,7 @@ class ReviewService:
                                    "only after every annotator has finished, or accept the incomplete review "
                                    "explicitly (the set then records it).")
         records = [a.to_record() for a in sorted(answers, key=lambda a: (a.round, a.annotator, a.anchor, a.frame))]
-        exported = write_reviews(self.task_set.root / "reviews" / EXPORT_FILE, records)
+        exported = self.export(records=records)
         review = {**state.record(), "finalized_by": by,
                   "finalized_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         summary = finalize(self.task_set.root, [exported], require_anchor_review=require_anchor_review,
