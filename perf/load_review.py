@@ -2,16 +2,18 @@
 
 Starts ``robustlab review serve`` in its own process on 127.0.0.1 (never another address) with
 a fresh database, adds ``--annotators`` accounts, logs them all in, then lets each review
-like a quick person: ``GET /review`` (the page), ``GET`` both frames, look at them for
-``--think`` seconds (uniform between half and one and a half times it; 0 for a stress test
-with no pause), ``POST /answer``, again, until its round is done or a bound is hit
-(``--max-requests`` in all, ``--max-seconds`` of load).
+like a quick person in a browser: the task page (``GET /review?task=N``, where the answer's
+redirect leads), ``GET`` both frames, look at them for ``--think`` seconds (uniform between
+half and one and a half times it; 0 for a stress test with no pause), ``POST /answer`` with
+the page's task, round and base, follow its redirect to the next task's page, again, until
+its round is done or a bound is hit (``--max-requests`` in all, ``--max-seconds`` of load).
+Like the page's script, each client also asks ``GET /api/round`` every 20 s.
 Clients are asyncio tasks on one httpx connection pool each (one "browser" per annotator).
 
-Printed per request kind (page, frames, answer): count, p50, p95, p99, max in ms; the
+Printed per request kind (page, frame, answer, poll): count, p50, p95, p99, max in ms; the
 requests per second; the server's CPU seconds per request (from /proc, so the figure is less
 sensitive to other load on a shared machine than wall times); and the verdict on the
-target: p95 of the annotator page (``GET /review``) <= 100 ms.
+target: p95 of the annotator page (``GET /review?task=N``) <= 100 ms.
 
 Usage::
 
@@ -48,6 +50,8 @@ PASSWORD = "load-test-password"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TASK = re.compile(r'name="task" value="(\d+)"')
 ROUND = re.compile(r'name="round" value="(\d+)"')
+BASE = re.compile(r'name="base" value="([^"]+)"')
+POLL_SECONDS = 20.0
 ANCHOR_STEP = re.compile(r'data-anchor-step="(yes|no)"')
 FRAMES = re.compile(r'src="(/frame/[^"]+)"')
 
@@ -141,12 +145,14 @@ async def annotator(name: str, url: str, budget: Budget, times: dict, seed: int,
         if response.status_code != 303:
             raise SystemExit(f"{name} could not log in: HTTP {response.status_code}")
         await start_line.arrive()
+        url_of_page = "/review"                    # the first page: redirected to the first unanswered task
+        last_poll = time.monotonic()
         while budget.take(4):
             start = time.perf_counter()
-            page = await client.get("/review")
+            page = await client.get(url_of_page, follow_redirects=True)
             times["page"].append(time.perf_counter() - start)
             if page.status_code != 200:
-                raise SystemExit(f"GET /review: HTTP {page.status_code}")
+                raise SystemExit(f"GET {url_of_page}: HTTP {page.status_code}")
             task = TASK.search(page.text)
             if task is None:
                 break  # the round is done for this annotator
@@ -158,8 +164,14 @@ async def annotator(name: str, url: str, budget: Budget, times: dict, seed: int,
                     raise SystemExit(f"GET {src}: HTTP {frame.status_code}")
             if think > 0:  # looking at the pair before answering, as a person does
                 await asyncio.sleep(rng.uniform(0.5, 1.5) * think)
+            if time.monotonic() - last_poll >= POLL_SECONDS:  # the page's round check
+                start = time.perf_counter()
+                await client.get("/api/round")
+                times["poll"].append(time.perf_counter() - start)
+                last_poll = time.monotonic()
             data = {"csrf_token": CSRF.search(page.text).group(1), "task": task.group(1),
-                    "round": ROUND.search(page.text).group(1), "label_correct": "yes"}
+                    "round": ROUND.search(page.text).group(1), "base": BASE.search(page.text).group(1),
+                    "label_correct": "yes"}
             if ANCHOR_STEP.search(page.text).group(1) == "no":
                 if rng.random() < 0.8:
                     data["similarity"] = "similar"
@@ -170,6 +182,7 @@ async def annotator(name: str, url: str, budget: Budget, times: dict, seed: int,
             times["answer"].append(time.perf_counter() - start)
             if response.status_code != 303:
                 raise SystemExit(f"POST /answer: HTTP {response.status_code} {response.text[:300]}")
+            url_of_page = response.headers["location"]
             answered += 1
     return answered
 
@@ -197,7 +210,7 @@ async def load(args, url: str) -> tuple[dict, int, float]:
 def summarise(times: dict, seconds: float, server_cpu: float) -> float:
     total = sum(len(v) for v in times.values())
     print(f"{'kind':8s} {'n':>6s} {'p50':>8s} {'p95':>8s} {'p99':>8s} {'max':>8s}  (ms)")
-    for kind in ("page", "frame", "answer"):
+    for kind in ("page", "frame", "answer", "poll"):
         ms = np.asarray(times.get(kind, []), dtype=float) * 1000
         if not len(ms):
             continue

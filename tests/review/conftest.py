@@ -83,24 +83,39 @@ def app(service):
 
 
 @pytest.fixture
-def live_server(app):
-    """The app served by uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
+def serve():
+    """Serve ASGI apps with uvicorn on 127.0.0.1 (a free port each) in threads: ``serve(app)``
+    returns the base URL; every server stops at the end of the test."""
     import socket
     import threading
     import time
 
     import uvicorn
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    running = []
+
+    def start(asgi_app) -> str:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        server = uvicorn.Server(uvicorn.Config(asgi_app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        running.append((server, thread))
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread in running:
+        server.should_exit = True
+    for server, thread in running:
+        thread.join(timeout=30)
+
+
+@pytest.fixture
+def live_server(app, serve):
+    """The app served by uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
+    return serve(app)

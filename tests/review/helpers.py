@@ -33,14 +33,14 @@ def login(app_or_client, name: str, password: str | None = None, *, expect: int 
                                       "csrf_token": csrf_of(page.text)}, follow_redirects=False)
     assert response.status_code == expect, response.text
     if expect == 303:
-        home = c.get(response.headers["location"])
+        home = c.get(response.headers["location"], follow_redirects=True)
         c.csrf = csrf_of(home.text)
     return c
 
 
 def shown_task(c: TestClient, **params) -> int | None:
     """The task index the annotator page shows (None when the round is done)."""
-    page = c.get("/review", params=params)
+    page = c.get("/review", params=params, follow_redirects=True)
     assert page.status_code == 200, page.text
     found = TASK.search(page.text)
     return int(found.group(1)) if found else None

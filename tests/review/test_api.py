@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -36,7 +37,7 @@ def test_login_page_then_login_and_logout(app, service):
     c = client(app)
     page = c.get("/")
     assert page.status_code == 200 and 'name="password"' in page.text and 'type="password"' in page.text
-    assert c.get("/review", follow_redirects=False).headers["location"] == "/"
+    assert c.get("/review", follow_redirects=False).headers["location"] == "/?next=%2Freview"
     ana = login(c, "ana")
     assert c.get("/", follow_redirects=False).headers["location"] == "/review"
     cookie = c.cookies.get("robustlab_review_session")
@@ -45,7 +46,8 @@ def test_login_page_then_login_and_logout(app, service):
     # the old cookie no longer opens a session: logout ended it on the server
     replay = client(app)
     replay.cookies.set("robustlab_review_session", cookie)
-    assert replay.get("/review", follow_redirects=False).headers["location"] == "/"
+    assert replay.get("/review", follow_redirects=False).headers["location"].startswith("/?")
+    assert "robustlab_review_session" not in replay.get("/review").text
     assert login(app, "boss").get("/", follow_redirects=False).headers["location"] == "/admin"
 
 
@@ -81,15 +83,24 @@ def test_resubmitting_the_same_answer_changes_nothing(app, service):
     assert 'value="dissimilar" data-key="d" checked' in page.replace("\n", " ")
 
 
-def test_undo_removes_the_last_answer_and_shows_its_task(app, service):
+def test_undo_removes_the_last_answer_and_shows_it_unsaved(app, service):
     c = login(app, "ana")
     answer(c, 0)
-    answer(c, 1, similarity="similar")
+    answer(c, 1, similarity="dissimilar", reason="blur_change")
     response = c.post("/undo", data={"csrf_token": c.csrf}, follow_redirects=False)
-    assert response.status_code == 303 and response.headers["location"] == "/review?task=1"
+    assert response.status_code == 303
+    assert response.headers["location"] == ("/review?task=1&undone=1&label_correct=yes&similarity=dissimilar"
+                                            "&reason=blur_change")
     assert [a.frame == a.anchor for a in service.db.answers(annotator="ana")] == [True]
+    page = c.get(response.headers["location"]).text
+    assert 'id="undone-note"' in page and "not saved" in page and "1 / 10 answered" in page
+    checked = set(re.findall(r'value="(\w+)" data-key="\w" (?:required)?\s*checked', page))
+    assert checked == {"yes", "dissimilar", "blur_change"}          # the old answer, filled in
+    assert 'name="base" value="new"' in page                         # and not saved
     assert shown_task(c) == 1
-    assert "1 / 10 answered" in c.get("/review").text
+    # Enter saves it again (redo)
+    answer(c, 1, similarity="dissimilar", reason="blur_change")
+    assert len(service.db.answers(annotator="ana")) == 2
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -124,8 +135,8 @@ def test_round2_shows_round1_answers_and_finalize_applies_strict_majority(app, s
     boss = login(app, "boss")
     overview = boss.get("/admin").text
     assert "Cohen&#39;s kappa" in overview or "Cohen's kappa" in overview
-    response = boss.post("/admin/round2", data={"csrf_token": boss.csrf})
-    assert response.status_code == 200 and "round 2 is open on 4 pair(s)" in response.text
+    response = boss.post("/admin/round2", data={"csrf_token": boss.csrf, "confirm": "yes"})
+    assert response.status_code == 200 and "Round 2 is open on 4 pair(s)" in response.text
     assert service.db.round2_pairs() == [service.task_set.tasks[i].pair for i in (2, 3, 5, 7)]
 
     ana = login(app, "ana")
@@ -151,7 +162,7 @@ def test_round2_shows_round1_answers_and_finalize_applies_strict_majority(app, s
     (task_dir / "exported.jsonl").write_text(export.text)
     records = read_reviews(task_dir / "exported.jsonl")
     assert len(records) == 10 + 10 + 4 + 4
-    result = boss.post("/admin/finalize", data={"csrf_token": boss.csrf})
+    result = boss.post("/admin/finalize", data={"csrf_token": boss.csrf, "confirm": "yes"})
     assert result.status_code == 200 and 'id="finalize-summary"' in result.text
     pmsets = json.loads((task_dir / "pmsets.json").read_text())
     labels = json.loads((task_dir / "labels.json").read_text())
@@ -209,7 +220,8 @@ def test_three_annotators_use_fleiss_kappa(app, service):
 def test_finalize_error_is_shown_not_raised(app, service, task_dir):
     (task_dir / "sample.json").write_text("{}")  # not a manifest any more
     boss = login(app, "boss")
-    response = boss.post("/admin/finalize", data={"csrf_token": boss.csrf})
+    response = boss.post("/admin/finalize", data={"csrf_token": boss.csrf, "confirm": "yes",
+                                                  "accept_incomplete": "on"})
     assert response.status_code == 400 and "not a robustlab sample manifest" in response.text
     assert not (task_dir / "pmsets.json").exists()
 
@@ -244,6 +256,7 @@ def test_anchor_labels_can_be_typed_when_the_set_names_no_classes(task_dir, tmp_
     assert saved.added_labels == (3, 12)
     bad = ana.post("/answer", data={"csrf_token": ana.csrf, "task": "0", "round": "1", "label_correct": "yes",
                                     "added_labels_text": "3, cat"}, follow_redirects=False)
-    assert bad.status_code == 400 and "is not a class index" in bad.text
+    assert bad.status_code == 400 and "&#39;cat&#39; is not a class number of this set" in bad.text
+    assert 'id="answer-form"' in bad.text and 'data-error="yes"' in bad.text   # the task again, with the message
     assert 'value="3, 12"' in ana.get("/review", params={"task": 0}).text
     service.db.close()

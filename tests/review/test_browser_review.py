@@ -1,12 +1,12 @@
 """The whole review in headless Chromium (Debian's package, through Playwright), as people do it.
 
-Two annotators log in and review every task of a small set (two demo videos, k=2) with the
-keyboard shortcuts, one of them undoes an answer; the admin opens round 2; both review its
-pairs seeing each other's round-1 answers; the admin downloads the export and finalizes; the
-finalized pm-k set is then evaluated with ``robustlab.evaluate(..., "video-pmk", ...)`` on the
-demo's tiny CNN. A screenshot of the annotator page is kept under the test's tmp folder (and
-written to ``$ROBUSTLAB_REVIEW_SCREENSHOT`` when set: that is how docs/images/review-annotator.png
-is made).
+Two annotators log in at 1366x768 and review every task of a small set (two demo videos, k=2)
+with the keyboard alone, one of them undoes an answer; the admin confirms opening round 2;
+both review its pairs seeing each other's round-1 answers; the admin downloads the export and
+confirms finalize; the finalized pm-k set is then evaluated with
+``robustlab.evaluate(..., "video-pmk", ...)`` on the demo's tiny CNN. A screenshot of the
+annotator page is kept under the test's tmp folder (and written to
+``$ROBUSTLAB_REVIEW_SCREENSHOT`` when set: that is how docs/images/review-annotator.png is made).
 """
 
 from __future__ import annotations
@@ -20,50 +20,14 @@ from report.browser_checks import browser  # noqa: F401  (the shared Chromium fi
 import robustlab
 from robustlab.video.review import read_reviews
 
-from .conftest import USERS
+from .pages import answer, log_in, review_round, shown, wait_ready
 
 pytestmark = pytest.mark.browser
 
-# Keys per task index (0 and 5 are anchor steps; pairs of clip_00 are 1-4, of clip_01 6-9).
-ROUND1_KEYS = {"ana": {2: "y d 1"}, "ben": {2: "y 3", 3: "y k"}}
+# Keys per task index (0 and 5 are anchor steps; pairs of clip_00 are 1-4, of clip_01 6-9). The label
+# of a pair is answered "yes" at its anchor step already (asked once per video).
+ROUND1_KEYS = {"ana": {2: "d 1"}, "ben": {2: "3", 3: "k"}}
 ROUND2_KEYS = {"ana": {2: "y d 1", 3: "y s"}, "ben": {2: "y d 1", 3: "y s"}}
-
-
-def log_in(browser, base: str, name: str):  # noqa: F811
-    context = browser.new_context(viewport={"width": 1200, "height": 900}, accept_downloads=True)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.goto(base + "/")
-    page.fill("input[name=username]", name)
-    page.fill("input[name=password]", USERS[name][1])
-    page.click("#login-form button[type=submit]")
-    page.wait_for_load_state()
-    page.errors = errors
-    return page
-
-
-def shown(page) -> int | None:
-    task = page.locator("input[name=task]")
-    return int(task.get_attribute("value")) if task.count() else None
-
-
-def press(page, keys: str) -> None:
-    """Press the space-separated keys, then Enter (save), and wait for the next page."""
-    for key in keys.split():
-        page.keyboard.press(key)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-
-
-def review_round(page, keys: dict[int, str], default_pair: str = "y s") -> list[int]:
-    done = []
-    while (task := shown(page)) is not None:
-        anchor = page.locator("#answer-form").get_attribute("data-anchor-step") == "yes"
-        press(page, keys.get(task, "y" if anchor else default_pair))
-        done.append(task)
-    return done
 
 
 def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server, service, task_dir,  # noqa: F811
@@ -71,24 +35,27 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
     base = live_server
     ana = log_in(browser, base, "ana")
     assert shown(ana) == 0 and ana.locator("#q-added").count() == 1   # the anchor step comes first
-    press(ana, "y 2 2 5")                                              # digits tick classes: 2 on, off, 5 on
+    answer(ana, "y a:5")                                               # A: type the classes to add
     (anchor_answer,) = service.db.answers(annotator="ana")
     assert anchor_answer.added_labels == (5,)
-    press(ana, "y s")
+    assert ana.locator("#preset-note").count() == 1                    # the label, from the anchor step
+    answer(ana, "s")
     assert ana.locator("#progress").get_attribute("value") == "2"
     with ana.expect_navigation():
         ana.keyboard.press("z")                                         # undo the last answer
+    wait_ready(ana)
     assert shown(ana) == 1 and ana.locator("#progress").get_attribute("value") == "1"
+    assert ana.locator("#undone-note").count() == 1                     # shown again, unsaved
     shot = tmp_path / "review-annotator.png"
-    ana.screenshot(path=str(shot), full_page=True)
+    ana.screenshot(path=str(shot))
     assert shot.stat().st_size > 20_000
     if os.environ.get("ROBUSTLAB_REVIEW_SCREENSHOT"):
-        ana.screenshot(path=os.environ["ROBUSTLAB_REVIEW_SCREENSHOT"], full_page=True)
+        ana.screenshot(path=os.environ["ROBUSTLAB_REVIEW_SCREENSHOT"])
     assert review_round(ana, ROUND1_KEYS["ana"]) == list(range(1, 10))
     assert ana.locator("#round-done").count() == 1
 
     ben = log_in(browser, base, "ben")
-    # pressing a reason key marks the pair dissimilar (JavaScript), so "y 3" saves dissimilar/blur
+    # pressing a reason key marks the pair dissimilar (JavaScript), so "3" saves dissimilar/blur
     assert review_round(ben, ROUND1_KEYS["ben"]) == list(range(10))
     saved = {(a.annotator, service.task_set.task(a.anchor, a.frame).index): (a.similarity, a.reason)
              for a in service.db.answers(round=1)}
@@ -99,14 +66,18 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
     boss = log_in(browser, base, "boss")
     assert "Cohen" in boss.locator("#agreement").inner_text()
     with boss.expect_navigation():
-        boss.click("#open-round2")
+        boss.click("#open-round2")                                      # asks first
+    assert "Nothing: every annotator" in boss.locator("#confirm").inner_text()
+    with boss.expect_navigation():
+        boss.click("#confirm-button")
     # round 2: the pairs someone doubted (2, 3) and the anchor where the added labels differ (0)
-    assert "round 2 is open on 3 pair(s)" in boss.locator("#message").inner_text()
+    assert "Round 2 is open on 3 pair(s)" in boss.locator("#message").inner_text()
 
     for name, page in (("ana", ana), ("ben", ben)):
         page.goto(base + "/review")
+        wait_ready(page)
         assert shown(page) == 0 and "5" in page.locator("#round1-answers").inner_text()
-        press(page, "y")                                                  # nobody adds a label now
+        answer(page, "y")                                                 # nobody adds a label now
         table = page.locator("#round1-answers").inner_text()
         assert "ana" in table and "ben" in table and "blur change" in table   # everyone's round-1 answers
         assert review_round(page, ROUND2_KEYS[name]) == [2, 3]
@@ -122,6 +93,9 @@ def test_two_annotators_two_rounds_export_finalize_evaluate(browser, live_server
     assert len(records) == 20 + 6 and {r.round for r in records} == {1, 2}
     with boss.expect_navigation():
         boss.click("#finalize")
+    assert boss.locator("#complete").count() == 1 and boss.locator("#accept-incomplete").count() == 0
+    with boss.expect_navigation():
+        boss.click("#confirm-button")
     summary = boss.locator("#finalize-summary").inner_text()
     assert "Kept 2 of 2 anchors and 7 neighbours" in summary
     for page in (ana, ben, boss):

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 from sqlalchemy import update
 
 from robustlab.errors import InputError, StoreError
-from robustlab.review.database import ReviewDatabase, RoundMismatch, meta, review_location
+from robustlab.review.database import (
+    NO_ANSWER,
+    ReviewDatabase,
+    RoundChangeRefused,
+    RoundMismatch,
+    StaleAnswer,
+    answer_base,
+    meta,
+    review_location,
+)
 from robustlab.video.review import ReviewRecord
 
 from .conftest import BACKENDS
@@ -40,7 +50,7 @@ def test_answers_are_upserted_idempotently(db):
     (only,) = db.answers()
     assert (only.similarity, only.reason, only.task_index) == ("dissimilar", "motion", 1)
     save(db, record(annotator="ben"))
-    db.open_round2([(1, "f/0.jpg", "f/1.jpg")])
+    db.open_round2(lambda _: [(1, "f/0.jpg", "f/1.jpg")])
     save(db, record(round=2))
     assert len(db.answers()) == 3 and len(db.answers(round=1)) == 2 and len(db.answers(annotator="ben")) == 1
 
@@ -49,7 +59,7 @@ def test_answers_only_for_the_open_round_and_its_tasks(db):
     with pytest.raises(RoundMismatch, match="round 1 is open"):
         save(db, record(round=2))
     save(db, record(frame="f/3.jpg"))
-    db.open_round2([(1, "f/0.jpg", "f/1.jpg")])
+    db.open_round2(lambda _: [(1, "f/0.jpg", "f/1.jpg")])
     with pytest.raises(RoundMismatch, match="round 2 is open"):
         save(db, record(frame="f/4.jpg"))
     with pytest.raises(RoundMismatch, match="task 3 is not reviewed in round 2"):
@@ -71,7 +81,7 @@ def test_annotator_state_finds_the_first_unanswered_task(db):
     assert db.annotator_state("ana", 6).task_index is None and db.annotator_state("ben", 6).task_index == 0
     with pytest.raises(RoundMismatch, match="does not exist"):
         db.annotator_state("ana", 6, 6)
-    db.open_round2([(4, "f/0.jpg", "f/4.jpg"), (2, "f/0.jpg", "f/2.jpg")])
+    db.open_round2(lambda _: [(4, "f/0.jpg", "f/4.jpg"), (2, "f/0.jpg", "f/2.jpg")])
     state = db.annotator_state("ana", 6)
     assert (state.round, state.task_index, state.position, state.done, state.total) == (2, 2, 1, 0, 2)
     save(db, record(round=2, frame="f/2.jpg"))
@@ -87,11 +97,13 @@ def test_undo_removes_the_latest_answer_of_that_annotator_and_round(db):
     save(db, record(frame="f/2.jpg"))
     time.sleep(0.01)
     save(db, record(annotator="ben", frame="f/3.jpg"))
-    assert db.undo_last(1, "ana").frame == "f/2.jpg"
-    assert db.undo_last(1, "ana").frame == "f/1.jpg"
-    assert db.undo_last(1, "ana") is None
-    assert db.undo_last(2, "ben") is None
+    assert db.undo_last("ana").frame == "f/2.jpg"
+    assert db.undo_last("ana").frame == "f/1.jpg"
+    assert db.undo_last("ana") is None
     assert {a.frame for a in db.answers()} == {"f/3.jpg"}
+    # only the open round's answers: once round 2 is open, a round-1 answer cannot be undone
+    db.open_round2(lambda _: [(3, "f/0.jpg", "f/3.jpg")])
+    assert db.undo_last("ben") is None and {a.frame for a in db.answers()} == {"f/3.jpg"}
 
 
 def test_sessions_expire_and_end(db):
@@ -117,14 +129,14 @@ def test_users_are_unique_and_roles_checked(db):
 
 def test_round2_opens_once_with_its_pairs(db):
     assert db.current_round() == 1 and db.round2_pairs() == []
-    assert db.open_round2([(7, "a", "c"), (3, "a", "b")]) is True
-    assert db.open_round2([(1, "x", "y")]) is False
+    assert db.open_round2(lambda _: [(7, "a", "c"), (3, "a", "b")]) == (True, 2)
+    assert db.open_round2(lambda _: [(1, "x", "y")]) == (False, 2)
     assert db.current_round() == 2 and db.round2_pairs() == [("a", "b"), ("a", "c")]
 
 
 def test_reopening_keeps_everything_and_the_signing_key(db, db_url, tmp_path):
     save(db, record())
-    db.open_round2([(1, "f/0.jpg", "f/1.jpg")])
+    db.open_round2(lambda _: [(1, "f/0.jpg", "f/1.jpg")])
     secret = db.secret()
     with ReviewDatabase(review_location(db_url, tmp_path)) as again:
         assert again.secret() == secret and again.current_round() == 2 and len(again.answers()) == 1
@@ -134,3 +146,81 @@ def test_a_newer_schema_is_refused(db, db_url, tmp_path):
     db._db.run(lambda c: c.execute(update(meta).where(meta.c.key == "schema").values(value="99")), write=True)
     with pytest.raises(StoreError, match="has schema '99'"):
         ReviewDatabase(review_location(db_url, tmp_path))
+
+
+def test_a_different_answer_against_a_stale_base_is_refused(db):
+    """The page names the saved answer it showed (its base): an answer made on an outdated page
+    never silently replaces one saved since (type-ahead on a slow network, a second tab)."""
+    assert save_based(db, record(), NO_ANSWER) is True
+    (saved,) = db.answers()
+    # the same page posted again (a retried request): same answer, nothing changes, no error
+    assert save_based(db, record(), NO_ANSWER) is False
+    # a different answer from a page that showed the task unanswered: refused
+    with pytest.raises(StaleAnswer, match="was answered after this page was shown"):
+        save_based(db, record(similarity="dissimilar", reason="motion"), NO_ANSWER)
+    assert db.answers() == [saved]
+    # from a page that showed the saved answer: replaces it
+    assert save_based(db, record(similarity="dissimilar", reason="motion"), answer_base(saved)) is True
+    (changed,) = db.answers()
+    assert changed.similarity == "dissimilar"
+    # the old base is stale now
+    with pytest.raises(StaleAnswer):
+        save_based(db, record(similarity="unsure"), answer_base(saved))
+    # undone since the page was shown: refused too (the page showed an answer that is gone)
+    db.undo_last("ana")
+    with pytest.raises(StaleAnswer, match="cleared"):
+        save_based(db, record(similarity="unsure"), answer_base(changed))
+    assert db.answers() == []
+
+
+def save_based(db, rec: ReviewRecord, base: str) -> bool:
+    return db.save_answer(rec, int(rec.frame.split("/")[1].split(".")[0]), base)
+
+
+def test_round1_reopens_only_while_round2_has_no_answer(db):
+    save(db, record(similarity="dissimilar", reason="motion"))
+    assert db.reopen_round1() is False                        # round 1 is open already
+    assert db.open_round2(lambda _: [(1, "f/0.jpg", "f/1.jpg")]) == (True, 1)
+    assert db.reopen_round1() is True
+    assert db.current_round() == 1 and db.round2_pairs() == []
+    save(db, record(frame="f/2.jpg"))                          # round 1 takes answers again
+    assert db.open_round2(lambda _: [(1, "f/0.jpg", "f/1.jpg")]) == (True, 1)
+    save(db, record(round=2))
+    with pytest.raises(RoundChangeRefused, match="round 2 has 1 answer"):
+        db.reopen_round1()
+    assert db.current_round() == 2 and len(db.answers(round=2)) == 1
+
+
+def test_opening_round2_sees_or_refuses_every_concurrent_round1_answer(db):
+    """The doubted pairs are computed inside the transaction that opens round 2: an answer saved
+    while round 2 opens is either seen by that computation or refused, never lost.
+
+    The chooser waits for an annotator's concurrent "dissimilar" save (up to 1 s). Computed
+    outside the round change (as before), the save goes through meanwhile and its pair is
+    missing from round 2; computed inside, the save waits for the round change and is refused.
+    """
+    save(db, record(annotator="ben", frame="f/2.jpg"))
+    outcome = {}
+    started, saved = threading.Event(), threading.Event()
+
+    def annotator():
+        started.wait(10)
+        try:
+            save(db, record(similarity="dissimilar", reason="motion"))
+            outcome["saved"] = True
+        except RoundMismatch:
+            outcome["saved"] = False
+        saved.set()
+
+    def choose(round1):
+        started.set()
+        saved.wait(1.0)          # today's race window, made wide: the answer arrives while choosing
+        return [(a.task_index, a.anchor, a.frame) for a in round1 if a.similarity != "similar"]
+
+    worker = threading.Thread(target=annotator)
+    worker.start()
+    db.open_round2(choose)
+    worker.join(30)
+    dissimilar = [a.pair for a in db.answers(round=1) if a.similarity == "dissimilar"]
+    assert all(pair in db.round2_pairs() for pair in dissimilar), "a round-1 dissimilar answer was lost"
+    assert outcome["saved"] is (("f/0.jpg", "f/1.jpg") in db.round2_pairs())

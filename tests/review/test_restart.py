@@ -98,7 +98,7 @@ def test_killing_the_server_mid_review_loses_nothing(tasks_file, tmp_path, users
             answers = ana.get("/api/answers/ana").json()
             assert [(a["frame"] == a["anchor"], a["similarity"], a["reason"]) for a in answers] == [
                 (True, None, None), (False, "similar", None), (False, "dissimilar", "motion")]
-            assert "3 / 10 answered" in ana.get("/review").text
+            assert "3 / 10 answered" in ana.get("/review", follow_redirects=True).text
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)

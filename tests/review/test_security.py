@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import io
 import json
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +112,7 @@ def test_annotators_get_403_on_admin_routes_and_others_answers(app, service, tas
 # --- CSRF ----------------------------------------------------------------------------------------
 
 POST_ROUTES = {"/login": None, "/logout": "ana", "/answer": "ana", "/undo": "ana", "/admin/round2": "boss",
-               "/admin/finalize": "boss"}
+               "/admin/round1": "boss", "/admin/finalize": "boss"}
 
 
 def test_every_post_route_checks_the_csrf_token(app, service, task_dir):
@@ -122,8 +124,8 @@ def test_every_post_route_checks_the_csrf_token(app, service, task_dir):
         c = {"ana": ana, "boss": boss, None: client(app)}[who]
         if who is None:
             c.get("/")
-        form = {"task": "1", "round": "1", "label_correct": "yes", "similarity": "similar",
-                "username": "ana", "password": USERS["ana"][1]}
+        form = {"task": "1", "round": "1", "label_correct": "yes", "similarity": "similar", "confirm": "yes",
+                "accept_incomplete": "on", "username": "ana", "password": USERS["ana"][1]}
         other = login(app, "ben").csrf
         for token in (None, "", "forged", other):
             data = dict(form, **({} if token is None else {"csrf_token": token}))
@@ -152,25 +154,63 @@ def test_sixth_login_attempt_within_a_minute_gets_429(service):
     assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
     assert "robustlab_review_session" not in response.headers.get("set-cookie", "")
     login(c, "ben")                                  # another user from this address
-    login(client(app, "10.0.0.2"), "ana")            # the same user from another address
+    # the limit is the user name's, whatever the address: another address does not get around it
+    login(client(app, "10.0.0.2"), "ana", expect=429)
+    login(client(app, "10.0.0.3"), "ANA ", USERS["ana"][1], expect=429)   # nor another spelling of the name
     now[0] += 61.0                                   # the window has passed
     login(client(app, "10.0.0.1"), "ana")
+
+
+def test_a_right_password_takes_its_attempt_back(service):
+    app = create_app(service, rate_limiter=LoginRateLimiter(clock=lambda: 0.0))
+    for _ in range(4):
+        login(client(app), "ana", "wrong-password", expect=401)
+    for _ in range(3):                                # right answers do not use up the limit
+        login(client(app), "ana")
+    login(client(app), "ana", "wrong-password", expect=401)
+    login(client(app), "ana", expect=429)
 
 
 def test_rate_limiter_window_and_bounded_memory():
     now = [0.0]
     limiter = LoginRateLimiter(max_failures=5, window=60, clock=lambda: now[0], max_keys=3)
-    key = ("ana", "1.2.3.4")
     for i in range(5):
-        assert not limiter.blocked(key)
-        limiter.record_failure(key)
+        assert not limiter.blocked("ana")
+        ticket, wait = limiter.begin("ana")
+        assert ticket is not None and wait == 0
         now[0] += 10
-    assert limiter.blocked(key)                      # 5 failures within 0..40 s
+    assert limiter.blocked("ana")                    # 5 attempts within 0..40 s
+    assert limiter.begin("ana") == (None, 11)        # refused, nothing counted; the first leaves at 60 s
     now[0] = 60.5                                    # the first (t=0) left the window
-    assert not limiter.blocked(key)
+    assert not limiter.blocked("ana")
+    ticket, _ = limiter.begin("ana")
+    limiter.succeeded("ana", ticket)                 # a right password: not counted
+    assert not limiter.blocked("ana")
     for i in range(10):
-        limiter.record_failure((f"u{i}", "x"))
-    assert len(limiter._failures) <= 3
+        limiter.begin(f"u{i}")
+    assert len(limiter) <= 3
+
+
+def test_check_and_count_are_one_step_under_parallel_attempts():
+    """20 attempts at once, each taking time between the check and the verdict (as argon2 does):
+    exactly 5 get to try a password."""
+    limiter = LoginRateLimiter(max_failures=5, window=60)
+    barrier = threading.Barrier(20)
+    tried = []
+
+    def attempt():
+        barrier.wait()
+        ticket, _ = limiter.begin("ana")
+        if ticket is not None:
+            time.sleep(0.05)                         # verifying the password
+            tried.append(ticket)
+
+    threads = [threading.Thread(target=attempt) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(tried) == 5
 
 
 # --- cookies, sessions, passwords -------------------------------------------------------------------
@@ -188,7 +228,7 @@ def test_session_cookie_is_signed_httponly_samesite(app, service, db_url):
     value = c.cookies.get("robustlab_review_session")
     tampered = client(app)
     tampered.cookies.set("robustlab_review_session", value[:-2] + ("A" if value[-2] != "A" else "B") + value[-1])
-    assert tampered.get("/review", follow_redirects=False).headers["location"] == "/"
+    assert tampered.get("/review", follow_redirects=False).headers["location"] == "/?expired=1&next=%2Freview"
     # the database keeps only a hash of the session id
     engine = create_engine(f"sqlite:///{db_url}")
     with engine.connect() as conn:

@@ -18,7 +18,11 @@ Everything else is computed afterwards from those stored columns:
 - how many anchors each offset broke first (``n_broken_at_offset`` / ``"offset=<d>"``; the
   per-anchor list is :func:`anchor_failures`);
 - with ``static_runs`` (stored runs of other models on the same set), the accuracy on the
-  model-independent "static" set (:func:`static_set` computes it from a store directly).
+  model-independent "static" set (:func:`static_set` computes it from a store directly);
+- for a set written by ``robustlab video finalize`` or the review app, how many of its pairs
+  were not reviewed (``n_pairs_unreviewed``) or reviewed by only some annotators
+  (``n_pairs_partly_reviewed``), from its ``finalize_summary.json`` (:func:`review_rows`);
+  the run's notes say so whenever either is above 0.
 
 Label modes: ImageNet-Vid-Robust judges each frame against its own labels; YTBB-Robust
 against its anchor's.
@@ -320,6 +324,50 @@ def pmk_metric_rows(pmk_set, predictions: Mapping[str, int], *, k: int = DEFAULT
     return rows
 
 
+#: Written beside pmsets.json by ``robustlab video finalize`` (and the review app's Finalize).
+FINALIZE_SUMMARY = "finalize_summary.json"
+
+
+def review_rows(pmk_set) -> list[MetricRow]:
+    """How completely the set was reviewed, from the ``finalize_summary.json`` beside its
+    ``pmsets.json`` (none for a set without one, e.g. the published ImageNet-Vid-Robust).
+
+    ``n_pairs_unreviewed``: the review app's count of tasks of the open round without any
+    answer when the set was finalized (else finalize's count of candidate pairs without any
+    review); ``n_pairs_partly_reviewed`` (review app only): tasks answered by only some
+    annotators; ``review_open_round``: the round that was open.
+    """
+    pmsets_file = (getattr(pmk_set, "info", None) or {}).get("pmsets_file")
+    if not pmsets_file:
+        return []
+    path = Path(pmsets_file).with_name(FINALIZE_SUMMARY)
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    if not isinstance(summary, dict):
+        return []
+    review = summary.get("review") if isinstance(summary.get("review"), dict) else {}
+    counts = {"n_pairs_unreviewed": review.get("unreviewed", summary.get("pairs_unreviewed")),
+              "n_pairs_partly_reviewed": review.get("partly_reviewed"), "review_open_round": review.get("open_round")}
+    return [(name, "", float(v)) for name, v in counts.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+
+
+def review_note(metrics: Iterable[MetricRow]) -> str | None:
+    """The run's note on an incompletely reviewed set (None when it was reviewed in full)."""
+    t = _table(metrics)
+    unreviewed = int(t.get(("n_pairs_unreviewed", ""), 0))
+    partly = int(t.get(("n_pairs_partly_reviewed", ""), 0))
+    if not unreviewed and not partly:
+        return None
+    rnd = t.get(("review_open_round", ""))
+    where = f" of round {int(rnd)}" if rnd else ""
+    return (f"incomplete review: {unreviewed} pair(s){where} had no review answer"
+            + (f" and {partly} had answers from only some annotators" if partly else "")
+            + f" when the set was finalized ({FINALIZE_SUMMARY}); the set holds only what was decided.")
+
+
 def _table(metrics: Iterable[MetricRow]) -> dict[tuple[str, str], float]:
     return {(m, s): v for m, s, v in metrics}
 
@@ -349,6 +397,9 @@ def pmk_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
         "broken_at_offset": dict(sorted(((s[7:], int(v)) for (m, s), v in t.items() if m == "n_broken_at_offset"),
                                         key=lambda item: int(item[0]))),
         "static_accuracy": with_ci("static_accuracy"),
+        **({"review": {"pairs_unreviewed": int(t[("n_pairs_unreviewed", "")]),
+                       "pairs_partly_reviewed": int(t.get(("n_pairs_partly_reviewed", ""), 0))}}
+           if ("n_pairs_unreviewed", "") in t else {}),
     }
 
 
@@ -411,6 +462,9 @@ def pmk_notes(metrics: Iterable[MetricRow], alpha: float = 0.05) -> list[str]:
     t = _table(metrics)
     if t.get(("n_frames_unreadable", ""), 0):
         lines.append(f"{int(t[('n_frames_unreadable', '')])} frames could not be read and count as misclassified.")
+    note = review_note(metrics)
+    if note:
+        lines.append(note)
     return lines
 
 
@@ -531,7 +585,7 @@ class VideoPmk(Benchmark):
                                 f"{len(lacking) - 1} more) of this set; static_runs must be runs on the same set.")
             others[alias[7:]] = other
         return pmk_metric_rows(pmk_set, own, k=config["k"], alpha=config["alpha"],
-                               static_predictions=others or None)
+                               static_predictions=others or None) + review_rows(pmk_set)
 
     def notes(self, config, metrics) -> list[str]:
         return pmk_notes(metrics, config.get("alpha", 0.05))

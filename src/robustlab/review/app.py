@@ -1,33 +1,51 @@
 """The review web app (FastAPI): login, the annotator page, frames, the admin page.
 
 Routes (every page needs a session, except the login form; every POST checks the session's
-CSRF token; annotators get 403 on admin routes and on other annotators' answers):
+CSRF token; annotators get 403 on admin routes and on other annotators' answers; every POST
+that changes something answers with a redirect, so a reload never sends it again):
 
-==========================  ==========  ======================================================
-route                       who         what
-==========================  ==========  ======================================================
-``GET /``                   anyone      login form (logged in: redirect to the user's page)
-``POST /login``             anyone      log in (rate-limited: 429 after 5 wrong in 60 s)
-``POST /logout``            logged in   end the session
-``GET /review``             annotator   the next task (``?task=N``: task N of the open round)
-``POST /answer``            annotator   save an answer (idempotent), then the next task
-``POST /undo``              annotator   remove the last answer of the round, show its task
-``GET /frame/{key}``        logged in   a frame of the task set (resized JPEG); else 404
-``GET /api/answers/{name}`` self/admin  an annotator's answers as JSON
-``GET /admin``              admin       progress, agreement, reasons, disagreements, actions
-``POST /admin/round2``      admin       close round 1, open round 2
-``GET /admin/export.jsonl`` admin       every answer as review JSON Lines
-``POST /admin/finalize``    admin       export and finalize into pmsets.json / labels.json
-==========================  ==========  ======================================================
+=============================  ==========  ===================================================
+route                          who         what
+=============================  ==========  ===================================================
+``GET /``                      anyone      login form (logged in: redirect to the user's page)
+``POST /login``                anyone      log in (rate-limited per user name: 429 after 5
+                                           wrong in 60 s); back to ``next`` when given
+``POST /logout``               logged in   end the session
+``GET /review``                annotator   redirect to the first unanswered task (or: done)
+``GET /review?task=N``         annotator   task N of the open round, with its saved answer
+``POST /answer``               annotator   save an answer made for (task, round, base), then
+                                           the next task; no session: to the login, then back
+``POST /undo``                 annotator   remove the last answer of the round; show its task
+                                           with the removed answer filled in, unsaved
+``GET /api/round``             logged in   the open round (the page polls it)
+``GET /frame/{key}``           logged in   a frame of the task set (resized JPEG; ``?size=full``
+                                           up to 2048 px); else 404
+``GET /api/answers/{name}``    self/admin  an annotator's answers as JSON
+``GET /admin``                 admin       progress, agreement, reasons, disagreements, actions
+``GET /admin/pair?task=N``     admin       one pair: its frames and every answer
+``GET /admin/confirm/{what}``  admin       confirm ``round2``, ``round1`` or ``finalize``: what
+                                           is incomplete, and the form that does it
+``POST /admin/round2``         admin       close round 1, open round 2 (``confirm=yes``)
+``POST /admin/round1``         admin       reopen round 1 while round 2 has no answer
+``GET /admin/export.jsonl``    admin       every answer as review JSON Lines
+``POST /admin/finalize``       admin       export and finalize (``confirm=yes``; an
+                                           incomplete round also ``accept_incomplete=on``)
+=============================  ==========  ===================================================
+
+Request bodies are capped at :data:`MAX_BODY_BYTES` before anything is parsed or spooled
+(413); forms take no file parts. Malformed query values get 400 or 404, never 500.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import time
 from dataclasses import asdict
 from importlib import resources
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -37,42 +55,79 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from ..errors import DataError, InputError, RobustlabError
-from ..video.review import REASONS
-from .database import SESSION_SECONDS, User
+from ..video.review import LABEL_ANSWERS, REASONS, SIMILARITY_ANSWERS
+from .database import NO_ANSWER, SESSION_SECONDS, User
 from .frames import FrameCache
+from .rounds import joint_decisions
 from .security import (
     CookieSigner,
     LoginRateLimiter,
     hash_password,
+    login_key,
     new_token,
     same_token,
     token_hash,
     verify_password,
 )
-from .service import ReviewService, RoundMismatch
+from .service import (
+    IncompleteReview,
+    ReviewService,
+    RoundChangeRefused,
+    RoundMismatch,
+    StaleAnswer,
+    describe_incomplete,
+)
 
 SESSION_COOKIE = "robustlab_review_session"
 LOGIN_COOKIE = "robustlab_review_login"
 LOGIN_COOKIE_SECONDS = 3600
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
+#: Largest request body read (bytes): forms here are a few hundred bytes.
+MAX_BODY_BYTES = 64 * 1024
+#: Form fields read at most (an anchor step with every class ticked stays far below).
+MAX_FORM_FIELDS = 2000
+#: Class checkboxes shown on an anchor step (more: type the numbers or names).
+MAX_CLASS_BOXES = 40
 #: Content Security Policy: only this origin's scripts, styles and images; no framing.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
-       "base-uri 'none'; frame-ancestors 'none'")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 REASON_TITLES = {"motion": "significant motion", "background_change": "background change",
                  "blur_change": "blur change", "other": "other"}
 ANSWER_TITLES = {"yes": "yes", "no": "no", "unsure": "don't know", "similar": "similar",
                  "dissimilar": "dissimilar", None: "-"}
+#: Where the login may send the user back to (a local page of this app, nothing else).
+SAFE_NEXT = re.compile(r"^/(review|admin|admin/pair)(\?task=\d{1,9})?$")
+#: The notices the admin page shows after an action (``/admin?done=...``): fixed texts only.
+DONE_NOTICES = {
+    "round2": "Round 2 is open on {n} pair(s). Annotators see it on their next page (within 20 s).",
+    "round2-already": "Round 2 was open already ({n} pairs); nothing changed.",
+    "round1": "Round 1 is open again; round 2 was closed before anyone answered it.",
+    "round1-already": "Round 1 is open already; nothing changed.",
+    "finalized": "Finalized: the set below was written.",
+}
+CONFIRM_ACTIONS = ("round2", "round1", "finalize")
+#: The admin page reloads itself this often (``/admin?refresh=S`` for another period).
+ADMIN_REFRESH_SECONDS = 30
 
 
 class HTTPProblem(Exception):
     """A response that ends a request early (status code, message, optional headers)."""
 
-    def __init__(self, status: int, message: str, headers: dict | None = None) -> None:
+    def __init__(self, status: int, message: str, headers: dict | None = None, links: tuple = ()) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers or {}
+        self.links = links
+
+
+class LoginNeeded(Exception):
+    """No live session: pages redirect to the login (and back to ``next`` after it)."""
+
+    def __init__(self, next_url: str | None = None) -> None:
+        super().__init__("log in first.")
+        self.next_url = next_url
 
 
 class Session:
@@ -84,23 +139,34 @@ class Session:
         self.id_hash = id_hash
 
 
+class BodyTooLarge(Exception):
+    """A request body went past :data:`MAX_BODY_BYTES`."""
+
+
 class SecurityHeaders:
-    """ASGI middleware adding the security headers to every response (CSP, no framing, no
-    sniffing, same-origin referrers; ``no-store`` unless the route set its own caching)."""
+    """ASGI middleware: the security headers on every response (CSP, no framing, no sniffing,
+    same-origin referrers; ``no-store`` unless the route set its own caching), and the body
+    cap: a declared ``Content-Length`` over :data:`MAX_BODY_BYTES` gets 413 before any byte is
+    read, and a streamed body is cut off (413) as soon as it passes the cap, so nothing large
+    is ever parsed or spooled to the disk."""
 
     HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
                (b"x-frame-options", b"DENY"), (b"referrer-policy", b"same-origin"))
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, max_body: int = MAX_BODY_BYTES) -> None:
         self.app = app
+        self.max_body = int(max_body)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = False
 
         async def send_with_headers(message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in dict(self.HEADERS)]
                 headers += list(self.HEADERS)
                 if not any(k.lower() == b"cache-control" for k, _ in headers):
@@ -108,16 +174,67 @@ class SecurityHeaders:
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        try:
+            too_large = declared is not None and int(declared) > self.max_body
+        except ValueError:
+            too_large = True
+        if too_large:
+            await self._refuse(send_with_headers)
+            return
+        seen = 0
+
+        async def capped_receive():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise BodyTooLarge()
+            return message
+
+        try:
+            await self.app(scope, capped_receive, send_with_headers)
+        except BodyTooLarge:
+            if not started:
+                await self._refuse(send_with_headers)
+
+    async def _refuse(self, send) -> None:
+        body = json.dumps({"error": f"the request body is larger than {self.max_body} bytes."}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
 
 
 def _templates() -> Environment:
     folder = resources.files("robustlab.review") / "templates"
     env = Environment(loader=FileSystemLoader(str(folder)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(REASONS=REASONS, REASON_TITLES=REASON_TITLES, ANSWER_TITLES=ANSWER_TITLES)
+    env.globals.update(REASONS=REASONS, REASON_TITLES=REASON_TITLES, ANSWER_TITLES=ANSWER_TITLES,
+                       MAX_CLASS_BOXES=MAX_CLASS_BOXES)
     env.filters["kappa"] = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+    env.filters["percent"] = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) \
+        else f"{100 * v:.0f}%"
+    env.filters["frame_url"] = lambda key: "/frame/" + quote(key)
+    env.filters["clock"] = lambda t: time.strftime("%H:%M:%S", time.localtime(t))
     return env
+
+
+def int_param(value: str | None, name: str, *, lo: int = 0, hi: int = 10**9) -> int | None:
+    """A query or form value that must be a whole number in ``[lo, hi]`` (None when absent).
+
+    Raises
+    ------
+    HTTPProblem
+        400 naming the parameter, for anything else.
+    """
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not re.fullmatch(r"[+-]?\d{1,12}", text) or not lo <= int(text) <= hi:
+        raise HTTPProblem(400, f"{name} must be a whole number from {lo} to {hi}; got {text[:40]!r}.")
+    return int(text)
 
 
 def create_app(service: ReviewService, *, secure_cookies: bool = False,
@@ -131,13 +248,14 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
     secure_cookies : bool
         Mark cookies ``Secure`` (sent over HTTPS only): set it behind a TLS proxy.
     rate_limiter : LoginRateLimiter, optional
-        Wrong-password counter (default: 5 per user and address in 60 s).
+        Login attempts per user name (default: 5 wrong in 60 s).
     """
     env = _templates()
     signer = CookieSigner(service.db.secret(), "session")
     login_signer = CookieSigner(service.db.secret(), "login")
-    limiter = rate_limiter or LoginRateLimiter()
+    limiter = rate_limiter if rate_limiter is not None else LoginRateLimiter()
     frames = FrameCache()
+    task_set = service.task_set
     app = FastAPI(title="robustlab review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = service
     app.add_middleware(SecurityHeaders)
@@ -149,13 +267,25 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
     def render(template: str, status: int = 200, /, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(template).render(**context), status_code=status)
 
+    def is_api(request: Request) -> bool:
+        return request.url.path.startswith(("/api/", "/frame/"))
+
     @app.exception_handler(HTTPProblem)
     async def problem(request: Request, exc: HTTPProblem):
-        if request.url.path.startswith(("/api/", "/frame/")) or exc.status in (401,):
+        if is_api(request):
             return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
         return HTMLResponse(env.get_template("error.html").render(status=exc.status, message=exc.message,
-                                                                   session=None),
+                                                                   links=exc.links, session=None),
                             status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(LoginNeeded)
+    async def login_needed(request: Request, exc: LoginNeeded):
+        if is_api(request):
+            return JSONResponse({"error": "log in first."}, status_code=401)
+        query = {"expired": "1"} if request.cookies.get(SESSION_COOKIE) else {}
+        if exc.next_url and SAFE_NEXT.match(exc.next_url):
+            query["next"] = exc.next_url
+        return redirect("/" + ("?" + urlencode(query) if query else ""))
 
     def session_of(request: Request) -> Session | None:
         payload = signer.loads(request.cookies.get(SESSION_COOKIE), max_age=SESSION_SECONDS)
@@ -166,9 +296,9 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         found = service.db.session(id_hash)
         return None if found is None else Session(found[0], found[1], id_hash)
 
-    def require(session: Session | None, role: str | None = None) -> Session:
+    def require(session: Session | None, role: str | None = None, next_url: str | None = None) -> Session:
         if session is None:
-            raise HTTPProblem(401, "log in first.")
+            raise LoginNeeded(next_url)
         if role is not None and session.user.role != role:
             raise HTTPProblem(403, f"this page is for {role}s; you are logged in as {session.user.role} "
                                    f"{session.user.name!r}.")
@@ -190,6 +320,9 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="lax",
                             secure=secure_cookies, path="/")
 
+    async def read_form(request: Request) -> FormData:
+        return await request.form(max_files=0, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_BODY_BYTES)
+
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon():
         return Response(status_code=204)
@@ -197,9 +330,10 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
     # --- login / logout -----------------------------------------------------------------------------
 
     def login_page(request: Request, status: int = 200, message: str = "", name: str = "",
-                   headers: dict | None = None) -> HTMLResponse:
+                   headers: dict | None = None, next_url: str = "", notice: str = "") -> HTMLResponse:
         token = new_token()
-        response = render("login.html", status, csrf=token, message=message, name=name, session=None)
+        response = render("login.html", status, csrf=token, message=message, name=name, session=None,
+                          next_url=next_url if SAFE_NEXT.match(next_url or "") else "", notice=notice)
         cookie(response, LOGIN_COOKIE, login_signer.dumps({"csrf": token}), LOGIN_COOKIE_SECONDS)
         for k, v in (headers or {}).items():
             response.headers[k] = v
@@ -207,50 +341,64 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
 
     # Each route does its blocking work (database, argon2, templates) in one worker-thread hop.
 
-    def index_work(request: Request):
+    def index_work(request: Request, next_url: str, expired: str):
+        if next_url and not SAFE_NEXT.match(next_url):
+            raise HTTPProblem(400, "next must be a page of this app (/review or /admin).")
+        if expired not in ("", "1"):
+            raise HTTPProblem(400, "expired must be 1 or absent.")
         session = session_of(request)
         if session is not None:
-            return redirect(home_of(session.user))
-        return login_page(request)
+            return redirect(next_url if next_url.startswith(home_of(session.user)) else home_of(session.user))
+        notice = ("Your session ended: log in again. An answer you had given is kept in this browser tab and "
+                  "saved after you log in." if expired else "")
+        return login_page(request, next_url=next_url, notice=notice)
 
     @app.get("/", response_class=HTMLResponse)
-    async def index(request: Request):
-        return await run_in_threadpool(index_work, request)
+    async def index(request: Request, next: str = "", expired: str = ""):
+        return await run_in_threadpool(index_work, request, next, expired)
 
     @app.post("/login")
     async def login(request: Request):
-        return await run_in_threadpool(login_work, request, await request.form())
+        return await run_in_threadpool(login_work, request, await read_form(request))
 
     def login_work(request: Request, form: FormData):
         expected = login_signer.loads(request.cookies.get(LOGIN_COOKIE), max_age=LOGIN_COOKIE_SECONDS)
         given = form.get(CSRF_FIELD)
+        next_url = str(form.get("next") or "")
+        next_url = next_url if SAFE_NEXT.match(next_url) else ""
         if not expected or not same_token(str(given) if given else None, expected.get("csrf")):
-            return login_page(request, 403, "the login form expired: try again.")
+            return login_page(request, 403, "the login form expired: try again.", next_url=next_url)
         name = str(form.get("username") or "").strip()[:64]
         password = str(form.get("password") or "")
-        key = (name.lower(), request.client.host if request.client else "?")
-        if limiter.blocked(key):
-            wait = limiter.retry_after(key)
-            return login_page(request, 429, f"too many wrong passwords: wait {wait} s before trying again.",
-                              name, headers={"Retry-After": str(wait)})
+        key = login_key(name)
+        ticket, wait = limiter.begin(key)   # checks the limit and counts this attempt, atomically
+        if ticket is None:
+            return login_page(request, 429, f"too many wrong passwords for {name!r}: wait {wait} s before trying "
+                              "again.", name, headers={"Retry-After": str(wait)}, next_url=next_url)
         found = service.db.user_with_hash(name) if name else None
         ok, rehash = verify_password(found[1] if found else None, password)
         if not ok:
-            limiter.record_failure(key)
-            return login_page(request, 401, "wrong user name or password.", name)
+            return login_page(request, 401, "wrong user name or password.", name, next_url=next_url)
+        limiter.succeeded(key, ticket)
         user = found[0]
         if rehash:
             service.db.set_password_hash(user.name, hash_password(password))
+        # A new session id at every login; the session this browser carried (if any, e.g. a cookie
+        # planted by someone else) ends on the server.
+        old = session_of(request)
+        if old is not None:
+            service.db.delete_session(old.id_hash)
         sid, csrf = new_token(), new_token()
         service.db.create_session(user.name, token_hash(sid), csrf)
-        response = redirect(home_of(user))
+        target = next_url if next_url.startswith(home_of(user)) else home_of(user)
+        response = redirect(target)
         cookie(response, SESSION_COOKIE, signer.dumps({"sid": sid}), SESSION_SECONDS)
         response.delete_cookie(LOGIN_COOKIE, path="/")
         return response
 
     @app.post("/logout")
     async def logout(request: Request):
-        return await run_in_threadpool(logout_work, request, await request.form())
+        return await run_in_threadpool(logout_work, request, await read_form(request))
 
     def logout_work(request: Request, form: FormData):
         session = session_of(request)
@@ -262,71 +410,120 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
 
     # --- annotator --------------------------------------------------------------------------------------
 
-    def annotator_page(session: Session, index: int | None, status: int = 200, message: str = "",
-                       given: dict | None = None) -> HTMLResponse:
-        try:
-            view = service.view(session.user, index)
-        except RoundMismatch as exc:
-            raise HTTPProblem(404, str(exc)) from exc
-        return render("review.html", status, session=session, view=view, round=view.round, done=view.done,
-                      total=view.total, message=message, given=given or {},
-                      class_names=service.task_set.class_names, class_name=service.task_set.class_name)
+    def class_index(value: str) -> int:
+        text = value.strip()
+        if re.fullmatch(r"\d{1,9}", text):
+            return int(text)
+        names = {n.casefold(): i for i, n in enumerate(task_set.class_names)}
+        if text.casefold() in names:
+            return names[text.casefold()]
+        raise InputError(f"added label {text[:40]!r} is not a class number"
+                         + (" or class name" if task_set.class_names else "") + " of this set.")
 
-    @app.get("/review", response_class=HTMLResponse)
-    async def review(request: Request, task: int | None = None):
-        return await run_in_threadpool(review_work, request, task)
-
-    def review_work(request: Request, task: int | None):
-        session = session_of(request)
-        if session is None:
-            return redirect("/")
-        if session.user.role == "admin":
-            return redirect("/admin")
-        return annotator_page(session, task)
-
-    def answer_fields(form: FormData) -> dict:
-        added = []
+    def answer_fields(form) -> dict:
         typed = [v for v in str(form.get("added_labels_text") or "").replace(";", ",").split(",") if v.strip()]
-        for value in [*form.getlist("added_labels"), *typed]:
-            try:
-                added.append(int(str(value).strip()))
-            except ValueError:
-                raise HTTPProblem(400, f"added label {str(value)[:40]!r} is not a class index.") from None
+        added = sorted({class_index(str(v)) for v in [*form.getlist("added_labels"), *typed]})
         return {"label_correct": form.get("label_correct"), "similarity": form.get("similarity"),
                 "reason": form.get("reason"), "added_labels": added}
 
-    def int_field(form: FormData, name: str) -> int:
+    def undone_fields(request: Request) -> dict:
+        """The removed answer an undo shows again (query values, checked like an answer)."""
+        q = request.query_params
         try:
-            return int(str(form.get(name)))
-        except ValueError:
-            raise HTTPProblem(400, f"the form's {name} is not a number.") from None
+            fields = answer_fields(q)
+        except InputError as exc:
+            raise HTTPProblem(400, str(exc)) from None
+        for name, allowed in (("label_correct", LABEL_ANSWERS), ("similarity", SIMILARITY_ANSWERS),
+                              ("reason", REASONS)):
+            if fields[name] is not None and fields[name] not in allowed:
+                raise HTTPProblem(400, f"{name} must be one of {', '.join(allowed)}; got {str(fields[name])[:40]!r}.")
+        return fields
+
+    def annotator_page(session: Session, index: int | None, status: int = 200, message: str = "",
+                       given: dict | None = None, undone: dict | None = None) -> HTMLResponse:
+        try:
+            view = service.view(session.user, index)
+        except RoundMismatch as exc:
+            raise HTTPProblem(404, str(exc), links=(("/review", "your next task"),)) from exc
+        return render("review.html", status, session=session, view=view, round=view.round, done=view.done,
+                      total=view.total, message=message, given=given or {}, undone=undone or {},
+                      class_names=task_set.class_names, class_name=task_set.class_name)
+
+    @app.get("/review", response_class=HTMLResponse)
+    async def review(request: Request, task: str | None = None, undone: str | None = None):
+        return await run_in_threadpool(review_work, request, task, undone)
+
+    def review_work(request: Request, task: str | None, undone: str | None):
+        index = int_param(task, "task")
+        if undone not in (None, "1"):
+            raise HTTPProblem(400, "undone must be 1 or absent.")
+        session = require(session_of(request), next_url="/review" + (f"?task={index}" if index is not None else ""))
+        if session.user.role == "admin":
+            return redirect("/admin")
+        if index is None:
+            nxt = service.next_task(session.user)
+            if nxt is not None:   # every task has its own address: Back shows that task, nothing else
+                return redirect(f"/review?task={nxt}")
+        return annotator_page(session, index, undone=undone_fields(request) if undone else None)
+
+    @app.get("/api/round")
+    async def api_round(request: Request):
+        return await run_in_threadpool(api_round_work, request)
+
+    def api_round_work(request: Request):
+        require(session_of(request))
+        rnd = service.current_round()
+        return JSONResponse({"round": rnd, "round2_pairs": len(service.db.round2_pairs()) if rnd == 2 else 0})
 
     @app.post("/answer")
     async def answer(request: Request):
-        return await run_in_threadpool(answer_work, request, await request.form())
+        return await run_in_threadpool(answer_work, request, await read_form(request))
 
     def answer_work(request: Request, form: FormData):
-        session = session_of(request)
+        index = int_param(form.get("task"), "task")
+        rnd = int_param(form.get("round"), "round")
+        if index is None or rnd is None:
+            raise HTTPProblem(400, "an answer names its task and round (the form's task and round fields).")
+        # no session (expired, logged out elsewhere): nothing is saved; the login brings the
+        # annotator back to this task, where the page (which kept the answer) saves it again
+        session = require(session_of(request), next_url=f"/review?task={index}")
         check_csrf(require(session, "annotator"), form, request)
-        index, rnd = int_field(form, "task"), int_field(form, "round")
-        fields = answer_fields(form)
+        base = form.get("base")
+        base = None if base is None else str(base)[:64]
         try:
-            service.submit(session.user, index, rnd, fields)
+            fields = answer_fields(form)
+        except InputError as exc:
+            return annotator_page(session, index, 400, str(exc),
+                                  given={"label_correct": form.get("label_correct"), "similarity": form.get("similarity"),
+                                         "reason": form.get("reason"), "added_labels": []})
+        try:
+            service.submit(session.user, index, rnd, fields, base)
         except RoundMismatch as exc:
-            raise HTTPProblem(409, str(exc)) from exc
+            raise HTTPProblem(409, str(exc), links=(("/review", "your next task"),)) from exc
+        except StaleAnswer as exc:
+            raise HTTPProblem(409, str(exc), links=((f"/review?task={index}", "this task, as saved"),
+                                                    ("/review", "your next task"))) from exc
         except (DataError, InputError) as exc:
             return annotator_page(session, index, 400, str(exc), given=fields)
-        return redirect("/review")
+        nxt = service.next_task(session.user)
+        return redirect("/review" if nxt is None else f"/review?task={nxt}")
 
     @app.post("/undo")
     async def undo(request: Request):
-        return await run_in_threadpool(undo_work, request, await request.form())
+        return await run_in_threadpool(undo_work, request, await read_form(request))
 
     def undo_work(request: Request, form: FormData):
-        session = session_of(request)
+        session = require(session_of(request), next_url="/review")
         check_csrf(require(session, "annotator"), form, request)
-        task = service.undo(session.user)
-        return redirect("/review" if task is None else f"/review?task={task.index}")
+        removed = service.undo(session.user)
+        if removed is None:
+            return redirect("/review")
+        task, old = removed
+        query = [("task", str(task.index)), ("undone", "1"), ("label_correct", old.label_correct)]
+        if not task.is_anchor_step:
+            query += [("similarity", old.similarity or "")] + ([("reason", old.reason)] if old.reason else [])
+        query += [("added_labels", str(c)) for c in old.added_labels]
+        return redirect("/review?" + urlencode(query))
 
     @app.get("/api/answers/{annotator}")
     async def api_answers(request: Request, annotator: str):
@@ -336,75 +533,138 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         session = require(session_of(request))
         if session.user.role != "admin" and session.user.name != annotator:
             raise HTTPProblem(403, "annotators may read only their own answers.")
-        rows = service.db.answers(annotator=annotator)
+        rows = service.db.answers(annotator=annotator[:200])
         return JSONResponse([{**asdict(a), "added_labels": list(a.added_labels)} for a in rows])
 
     # --- frames ---------------------------------------------------------------------------------------------
 
     @app.get("/frame/{key:path}")
-    async def frame(request: Request, key: str):
-        return await run_in_threadpool(frame_work, request, key)
+    async def frame(request: Request, key: str, size: str = ""):
+        return await run_in_threadpool(frame_work, request, key, size)
 
-    def frame_work(request: Request, key: str):
+    def frame_work(request: Request, key: str, size: str):
         require(session_of(request))
-        path = service.task_set.frame_path(key)
+        if size not in ("", "full"):
+            raise HTTPProblem(400, "size must be 'full' or absent.")
+        path = task_set.frame_path(key)
         if path is None:
             raise HTTPProblem(404, "no such frame in this task set.")
         try:
-            data = frames.get(key, path)
+            data = frames.get(key, path, full=size == "full")
         except RobustlabError as exc:
             raise HTTPProblem(404, f"frame {key!r} cannot be read: {exc}") from exc
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"})
 
     # --- admin --------------------------------------------------------------------------------------------------
 
-    def admin_page(session: Session, status: int = 200, message: str = "", summary: dict | None = None,
-                   error: str = "") -> HTMLResponse:
-        return render("admin.html", status, session=session, o=service.overview(), message=message,
-                      summary=summary, error=error, class_name=service.task_set.class_name)
+    def admin_page(session: Session, status: int = 200, notice: str = "", error: str = "",
+                   refresh: int = ADMIN_REFRESH_SECONDS) -> HTMLResponse:
+        return render("admin.html", status, session=session, o=service.overview(), message=notice,
+                      error=error, class_name=task_set.class_name, now=time.strftime("%H:%M:%S"), refresh=refresh)
 
     @app.get("/admin", response_class=HTMLResponse)
-    async def admin(request: Request):
-        return await run_in_threadpool(admin_work, request)
+    async def admin(request: Request, done: str = "", n: str | None = None, refresh: str | None = None):
+        return await run_in_threadpool(admin_work, request, done, n, refresh)
 
-    def admin_work(request: Request):
-        session = session_of(request)
-        if session is None:
-            return redirect("/")
-        return admin_page(require(session, "admin"))
+    def admin_work(request: Request, done: str, n: str | None, refresh: str | None):
+        if done and done not in DONE_NOTICES:
+            raise HTTPProblem(400, f"done must be one of {', '.join(DONE_NOTICES)}.")
+        count = int_param(n, "n") or 0
+        seconds = int_param(refresh, "refresh", lo=1, hi=3600) or ADMIN_REFRESH_SECONDS
+        session = require(session_of(request), "admin", next_url="/admin")
+        return admin_page(session, notice=DONE_NOTICES[done].format(n=count) if done else "", refresh=seconds)
+
+    @app.get("/admin/pair", response_class=HTMLResponse)
+    async def admin_pair(request: Request, task: str | None = None):
+        return await run_in_threadpool(admin_pair_work, request, task)
+
+    def admin_pair_work(request: Request, task: str | None):
+        index = int_param(task, "task", lo=0, hi=max(0, len(task_set) - 1))
+        session = require(session_of(request), "admin", next_url="/admin" if index is None
+                          else f"/admin/pair?task={index}")
+        if index is None:
+            raise HTTPProblem(400, "give the pair as ?task=N.")
+        t = task_set.tasks[index]
+        given = service.db.answers_to_pair(*t.pair)
+        decisions = {r: joint_decisions([a for a in given if a.round == r]).get(t.pair) for r in (1, 2)}
+        return render("pair.html", session=session, t=t, answers=given, decisions=decisions,
+                      class_name=task_set.class_name)
+
+    @app.get("/admin/confirm/{action}", response_class=HTMLResponse)
+    async def admin_confirm(request: Request, action: str):
+        return await run_in_threadpool(admin_confirm_work, request, action)
+
+    def admin_confirm_work(request: Request, action: str, status: int = 200, error: str = ""):
+        if action not in CONFIRM_ACTIONS:
+            raise HTTPProblem(404, f"nothing to confirm called {action[:40]!r}; the actions are "
+                                   f"{', '.join(CONFIRM_ACTIONS)}.")
+        session = require(session_of(request), "admin", next_url="/admin")
+        state = service.completeness()
+        return render("confirm.html", status, session=session, action=action, state=state,
+                      incomplete=describe_incomplete(state), round=state.round, error=error,
+                      pending=len(service.pending_round2()) if state.round == 1 else None,
+                      round2_answers=len(service.db.answers(round=2)) if state.round == 2 else 0,
+                      finalizable=task_set.finalizable)
+
+    def confirmed(form: FormData) -> bool:
+        return form.get("confirm") == "yes"
 
     @app.post("/admin/round2")
     async def admin_round2(request: Request):
-        return await run_in_threadpool(admin_round2_work, request, await request.form())
+        return await run_in_threadpool(admin_round2_work, request, await read_form(request))
 
     def admin_round2_work(request: Request, form: FormData):
-        session = session_of(request)
+        session = require(session_of(request), next_url="/admin")
         check_csrf(require(session, "admin"), form, request)
+        if not confirmed(form):
+            return redirect("/admin/confirm/round2")
         opened, n = service.open_round2()
-        message = (f"round 2 is open on {n} pair(s)." if opened else f"round 2 was already open ({n} pairs).")
-        return admin_page(session, message=message)
+        return redirect(f"/admin?done={'round2' if opened else 'round2-already'}&n={n}")
+
+    @app.post("/admin/round1")
+    async def admin_round1(request: Request):
+        return await run_in_threadpool(admin_round1_work, request, await read_form(request))
+
+    def admin_round1_work(request: Request, form: FormData):
+        session = require(session_of(request), next_url="/admin")
+        check_csrf(require(session, "admin"), form, request)
+        if not confirmed(form):
+            return redirect("/admin/confirm/round1")
+        try:
+            reopened = service.reopen_round1()
+        except RoundChangeRefused as exc:
+            return admin_confirm_work(request, "round1", 409, str(exc))
+        return redirect(f"/admin?done={'round1' if reopened else 'round1-already'}")
 
     @app.get("/admin/export.jsonl")
     async def admin_export(request: Request):
         return await run_in_threadpool(admin_export_work, request)
 
     def admin_export_work(request: Request):
-        require(session_of(request), "admin")
+        require(session_of(request), "admin", next_url="/admin")
         body = "".join(json.dumps(r.to_json()) + "\n" for r in service.records())
         return Response(body, media_type="application/x-ndjson",
                         headers={"Content-Disposition": 'attachment; filename="reviews.jsonl"'})
 
     @app.post("/admin/finalize")
     async def admin_finalize(request: Request):
-        return await run_in_threadpool(admin_finalize_work, request, await request.form())
+        return await run_in_threadpool(admin_finalize_work, request, await read_form(request))
 
     def admin_finalize_work(request: Request, form: FormData):
-        session = session_of(request)
+        session = require(session_of(request), next_url="/admin")
         check_csrf(require(session, "admin"), form, request)
+        if not confirmed(form):
+            return redirect("/admin/confirm/finalize")
         try:
-            summary = service.finalize(require_anchor_review=form.get("require_anchor_review") == "on")
+            service.finalize(require_anchor_review=form.get("require_anchor_review") == "on",
+                             accept_incomplete=form.get("accept_incomplete") == "on", by=session.user.name)
+        except IncompleteReview as exc:
+            return admin_confirm_work(request, "finalize", 409, str(exc))
         except DataError as exc:
             return admin_page(session, 400, error=str(exc))
-        return admin_page(session, message="finalized.", summary=summary)
+        return redirect("/admin?done=finalized")
 
     return app
+
+
+__all__ = ["CSP", "MAX_BODY_BYTES", "NO_ANSWER", "create_app", "int_param"]

@@ -28,12 +28,15 @@ def serve_command(
     demo_dir: Path = typer.Option(Path("robustlab-review-demo"), "--demo-dir", help="Folder of the demo set."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Send cookies over HTTPS only (behind "
                                         "a TLS proxy)."),
+    forwarded_allow_ips: Optional[str] = typer.Option(
+        None, "--forwarded-allow-ips", help="Trust X-Forwarded-For/-Proto only from these proxies (comma-separated "
+        "addresses or networks, e.g. 127.0.0.1) \\[default: trust no proxy header]."),
 ) -> None:
     """Serve the review app: annotators judge frame pairs in rounds; the admin exports and finalizes."""
     from .server import run_server
 
     run_server(tasks, db=db, host=host, port=port, demo=demo, demo_dir=demo_dir, secure_cookies=secure_cookies,
-               log=typer.echo)
+               forwarded_allow_ips=forwarded_allow_ips, log=typer.echo)
 
 
 @review_app.command("add-user")

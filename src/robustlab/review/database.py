@@ -9,7 +9,15 @@ Core with bound parameters.
 
 Answers are keyed by ``(round, annotator, anchor, frame)``: saving an answer again replaces it,
 and saving the same answer again changes nothing (not even its time), so a resubmitted form
-or a retried request is harmless, and every saved answer survives a server restart.
+or a retried request is harmless, and every saved answer survives a server restart. A page
+names the saved answer it showed (its *base*, :func:`answer_base`): a different answer saved
+against a base that is no longer current is refused (:class:`StaleAnswer`), so a page left
+open, or keys typed ahead on a slow network, never overwrite an answer unseen.
+
+The round is one row of ``review_meta``. Every write that depends on it (saving and undoing an
+answer, opening round 2, reopening round 1) reads it inside its own transaction with a row
+lock (``FOR SHARE`` / ``FOR UPDATE`` on PostgreSQL; SQLite's write transactions are serial
+already), so opening round 2 computes its pairs from exactly the round-1 answers it closes.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +121,10 @@ _ANSWER_FIELDS = ("label_correct", "similarity", "reason", "added_labels")
 
 # --- statements of the annotator's hot path, built once (SQLAlchemy then reuses their SQL) ---------
 _ROUND = select(meta.c.value).where(meta.c.key == "round")
+# The round read by a write that must not interleave with a round change (PostgreSQL row locks;
+# SQLite renders no clause: its write transactions are serial).
+_ROUND_SHARED = _ROUND.with_for_update(read=True)
+_ROUND_EXCLUSIVE = _ROUND.with_for_update()
 _MINE = (answers.c.round == bindparam("round"), answers.c.annotator == bindparam("annotator"))
 _DONE = select(func.count()).select_from(answers).where(*_MINE)
 _ANSWER_AT = select(answers).where(*_MINE, answers.c.task_index == bindparam("task"))
@@ -129,8 +141,11 @@ _R2_BEFORE = select(func.count()).select_from(round2_pairs).where(round2_pairs.c
 _SESSION = (select(users.c.name, users.c.role, sessions.c.csrf_token)
             .join(users, users.c.name == sessions.c.user_name)
             .where(sessions.c.id_hash == bindparam("id_hash"), sessions.c.expires_at > bindparam("now")))
-_SAVED = select(*[answers.c[f] for f in _ANSWER_FIELDS]).where(
+_SAVED = select(*[answers.c[f] for f in _ANSWER_FIELDS], answers.c.answered_at).where(
     *_MINE, answers.c.anchor == bindparam("anchor"), answers.c.frame == bindparam("frame"))
+_RECENT = select(answers).where(*_MINE).order_by(answers.c.answered_at.desc()).limit(bindparam("limit"))
+#: The base of a task nobody answered yet (see :func:`answer_base`).
+NO_ANSWER = "new"
 
 
 @dataclass(frozen=True)
@@ -174,6 +189,20 @@ class RoundMismatch(InputError):
     """An answer for another round than the open one, or for a task outside the open round."""
 
 
+class StaleAnswer(InputError):
+    """A different answer was saved to the task after the page was shown: nothing was changed."""
+
+
+class RoundChangeRefused(InputError):
+    """A round change that would lose or hide answers (e.g. reopening round 1 after round-2 answers)."""
+
+
+def answer_base(answer: Answer | None) -> str:
+    """The token a page sends back with its answer: which saved answer it showed
+    (:data:`NO_ANSWER` for none; else the saved answer's time, exactly)."""
+    return NO_ANSWER if answer is None else repr(float(answer.answered_at))
+
+
 @dataclass(frozen=True)
 class AnnotatorState:
     """Where one annotator stands in the open round (read in one transaction).
@@ -190,6 +219,10 @@ class AnnotatorState:
         Answers the annotator gave in the round; tasks in the round.
     answer : Answer or None
         The annotator's saved answer to that task.
+    anchor_answer : Answer or None
+        Their answer (this round) to the anchor step of that task's anchor, when asked for.
+    recent : tuple of Answer
+        Their last answers of the round, newest first, when asked for.
     """
 
     round: int
@@ -198,6 +231,8 @@ class AnnotatorState:
     done: int
     total: int
     answer: Answer | None
+    anchor_answer: Answer | None = None
+    recent: tuple[Answer, ...] = ()
 
 
 def review_location(db: str | os.PathLike | None, default_folder: str | os.PathLike) -> StoreLocation:
@@ -319,21 +354,58 @@ class ReviewDatabase:
         """1 until an admin opens round 2, then 2."""
         return int(self._db.run(lambda c: c.execute(_ROUND).scalar(), write=False) or 1)
 
-    def open_round2(self, tasks: Sequence[tuple[int, str, str]]) -> bool:
-        """Close round 1 and open round 2 on ``(task index, anchor, frame)`` triples.
+    def open_round2(self, choose: Callable[[list[Answer]], Sequence[tuple[int, str, str]]]) -> tuple[bool, int]:
+        """Close round 1 and open round 2 on the pairs ``choose(round-1 answers)`` returns, as
+        ``(task index, anchor, frame)`` triples.
 
-        Returns False (and changes nothing) when round 2 was open already.
+        ``choose`` runs inside the transaction that changes the round, after the round row is
+        locked: every round-1 answer saved before the round changes is seen by it, and every
+        later one is refused (:class:`RoundMismatch`), so none is lost.
+
+        Returns
+        -------
+        (opened, pairs) : (bool, int)
+            False (nothing changed) when round 2 was open already; the number of round-2 pairs.
         """
-        def work(conn: Connection) -> bool:
-            current = conn.execute(select(meta.c.value).where(meta.c.key == "round")).scalar()
+        def work(conn: Connection) -> tuple[bool, int]:
+            current = conn.execute(_ROUND_EXCLUSIVE).scalar()
             if current == "2":
-                return False
+                return False, int(conn.execute(_R2_TOTAL).scalar())
+            round1 = [_to_answer(r) for r in conn.execute(
+                select(answers).where(answers.c.round == 1).order_by(answers.c.answered_at, answers.c.annotator))]
+            tasks = list(choose(round1))
             conn.execute(delete(round2_pairs))
             if tasks:
                 conn.execute(round2_pairs.insert(), [{"task_index": int(i), "anchor": a, "frame": f}
                                                      for i, a, f in tasks])
             self._set_meta(conn, "round", "2")
             self._set_meta(conn, "round2_opened_at", repr(time.time()))
+            return True, len(tasks)
+
+        return self._db.run(work, write=True)
+
+    def reopen_round1(self) -> bool:
+        """Close round 2 and open round 1 again, while nobody has answered round 2.
+
+        Returns False (nothing changed) when round 1 is open already.
+
+        Raises
+        ------
+        RoundChangeRefused
+            Round 2 has answers (they would be hidden from the round-2 decision).
+        """
+        def work(conn: Connection) -> bool:
+            current = conn.execute(_ROUND_EXCLUSIVE).scalar()
+            if current != "2":
+                return False
+            n = conn.execute(select(func.count()).select_from(answers).where(answers.c.round == 2)).scalar()
+            if n:
+                raise RoundChangeRefused(
+                    f"round 1 cannot be reopened: round 2 has {n} answer(s) already. Finish round 2, or "
+                    "export the answers and start a new review database.")
+            conn.execute(delete(round2_pairs))
+            self._set_meta(conn, "round", "1")
+            self._set_meta(conn, "round1_reopened_at", repr(time.time()))
             return True
 
         return self._db.run(work, write=True)
@@ -411,15 +483,25 @@ class ReviewDatabase:
 
     # --- answers --------------------------------------------------------------------------------
 
-    def save_answer(self, record: ReviewRecord, task_index: int) -> bool:
+    def save_answer(self, record: ReviewRecord, task_index: int, base: str | None = None) -> bool:
         """Save a validated answer to task ``task_index`` of the open round.
 
         Returns False when the same answer was saved already (nothing changes then).
+
+        Parameters
+        ----------
+        record : ReviewRecord
+        task_index : int
+        base : str, optional
+            The saved answer the page showed (:func:`answer_base`; :data:`NO_ANSWER` for none).
+            When given, a *different* answer is saved only if that is still the saved answer.
 
         Raises
         ------
         RoundMismatch
             ``record.round`` is not the open round, or (round 2) the task is not one of it.
+        StaleAnswer
+            ``base`` is not the task's saved answer any more, and the answer differs from it.
         """
         if record.round not in ROUNDS or (record.reason is not None and record.reason not in REASONS):
             raise InputError(f"answer {record!r} is not a valid review record.")
@@ -429,15 +511,21 @@ class ReviewDatabase:
                   "reason": record.reason, "added_labels": json.dumps(sorted(record.added_labels))}
 
         def work(conn: Connection) -> bool:
-            current = int(conn.execute(_ROUND).scalar())
+            current = int(conn.execute(_ROUND_SHARED).scalar())
             if record.round != current:
                 raise RoundMismatch(f"this page was for round {record.round}, but round {current} is open now: "
-                                    "reload the page.")
+                                    "nothing was saved; reload the page.")
             if current == 2 and conn.execute(_R2_HAS, {"task": int(task_index)}).first() is None:
                 raise RoundMismatch(f"task {task_index} is not reviewed in round 2.")
             row = conn.execute(_SAVED, key).first()
-            if row is not None and dict(row._mapping) == values:
+            if row is not None and {f: row._mapping[f] for f in _ANSWER_FIELDS} == values:
                 return False
+            saved = NO_ANSWER if row is None else repr(float(row.answered_at))
+            if base is not None and base != saved:
+                raise StaleAnswer(
+                    f"task {task_index} was {'answered' if row is not None else 'cleared (undone)'} after this "
+                    "page was shown, so this answer was not saved: open the task again to see its saved "
+                    "answer and change it there.")
             statement = upsert_statement(self.dialect, answers, tuple(key),
                                          (*_ANSWER_FIELDS, "task_index", "answered_at"))
             conn.execute(statement, {**key, **values, "task_index": int(task_index), "answered_at": time.time()})
@@ -445,7 +533,8 @@ class ReviewDatabase:
 
         return self._db.run(work, write=True)
 
-    def annotator_state(self, annotator: str, n_tasks: int, task_index: int | None = None) -> AnnotatorState:
+    def annotator_state(self, annotator: str, n_tasks: int, task_index: int | None = None, *,
+                        anchor_step_of: Callable[[int], int] | None = None, history: int = 0) -> AnnotatorState:
         """Where ``annotator`` stands in the open round, in one read transaction (a few indexed
         queries, however many answers there are).
 
@@ -456,6 +545,10 @@ class ReviewDatabase:
             Tasks in the task set (round 1 reviews all of them).
         task_index : int, optional
             The task asked for; default: the first one the annotator has not answered.
+        anchor_step_of : callable, optional
+            Task index -> index of its anchor's own step: also read the annotator's answer to it.
+        history : int
+            Also read the annotator's last ``history`` answers of the round.
 
         Raises
         ------
@@ -482,8 +575,16 @@ class ReviewDatabase:
                     chosen = task_index
                 position = 0 if chosen is None else 1 + conn.execute(_R2_BEFORE, {"task": chosen}).scalar()
             row = None if chosen is None else conn.execute(_ANSWER_AT, {**mine, "task": chosen}).first()
+            anchor_row = None
+            if chosen is not None and anchor_step_of is not None:
+                step = anchor_step_of(chosen)
+                if step != chosen:
+                    anchor_row = conn.execute(_ANSWER_AT, {**mine, "task": step}).first()
+            recent = conn.execute(_RECENT, {**mine, "limit": int(history)}).all() if history else []
             return AnnotatorState(round=rnd, task_index=chosen, position=position, done=done, total=total,
-                                  answer=None if row is None else _to_answer(row))
+                                  answer=None if row is None else _to_answer(row),
+                                  anchor_answer=None if anchor_row is None else _to_answer(anchor_row),
+                                  recent=tuple(_to_answer(r) for r in recent))
 
         return self._db.run(work, write=False)
 
@@ -502,10 +603,12 @@ class ReviewDatabase:
                  .order_by(answers.c.round, answers.c.annotator))
         return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
 
-    def undo_last(self, round: int, annotator: str) -> Answer | None:
-        """Delete an annotator's most recent answer of a round; returns it (None when there is none)."""
+    def undo_last(self, annotator: str) -> Answer | None:
+        """Delete an annotator's most recent answer of the open round (read in the same
+        transaction); returns it (None when there is none)."""
         def work(conn: Connection) -> Answer | None:
-            row = conn.execute(select(answers).where(answers.c.round == int(round),
+            rnd = int(conn.execute(_ROUND_SHARED).scalar())
+            row = conn.execute(select(answers).where(answers.c.round == rnd,
                                                      answers.c.annotator == annotator)
                                .order_by(answers.c.answered_at.desc()).limit(1)).first()
             if row is None:
@@ -515,6 +618,11 @@ class ReviewDatabase:
             return _to_answer(row)
 
         return self._db.run(work, write=True)
+
+    def recent_answers(self, annotator: str, round: int, limit: int = 8) -> list[Answer]:
+        """An annotator's last ``limit`` answers of a round, newest first."""
+        params = {"round": int(round), "annotator": annotator, "limit": int(limit)}
+        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(_RECENT, params).all(), write=False)]
 
     def records(self) -> list[ReviewRecord]:
         """Every answer as a review record, in a stable order (round, annotator, anchor, frame)."""

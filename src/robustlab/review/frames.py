@@ -3,7 +3,8 @@
 Frames are read once (any format Pillow reads), scaled so the longer side is at most
 ``MAX_SIDE`` pixels (area interpolation, never enlarged), and encoded as JPEG at the highest
 quality of ``QUALITIES`` that fits ``MAX_FRAME_BYTES``; when none fits, the frame is shrunk
-by a quarter and tried again. Encoded frames are kept in a bounded LRU cache.
+by a quarter and tried again. The full-size view (``?size=full``) gets the frame at up to
+``FULL_SIDE`` pixels and ``FULL_BYTES``. Encoded frames are kept in a bounded LRU cache.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ MAX_PAIR_BYTES = 200_000
 MAX_FRAME_BYTES = MAX_PAIR_BYTES // 2
 MAX_SIDE = 640
 QUALITIES = (88, 80, 70, 60, 50, 40)
+#: The full-size view: the frame's own size up to this many pixels a side, and bytes.
+FULL_SIDE = 2048
+FULL_BYTES = 1_000_000
 
 
 def fit_side(image: np.ndarray, max_side: int) -> np.ndarray:
@@ -60,16 +64,17 @@ class FrameCache:
         self._items: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str, path: Path) -> bytes:
-        """The encoded frame of ``key`` (read from ``path`` on a miss)."""
+    def get(self, key: str, path: Path, *, full: bool = False) -> bytes:
+        """The encoded frame of ``key`` (read from ``path`` on a miss); ``full``: the full-size view."""
+        slot = ("full:" if full else "page:") + key
         with self._lock:
-            data = self._items.get(key)
+            data = self._items.get(slot)
             if data is not None:
-                self._items.move_to_end(key)
+                self._items.move_to_end(slot)
                 return data
-        data = review_jpeg(path)
+        data = review_jpeg(path, max_side=FULL_SIDE, max_bytes=FULL_BYTES) if full else review_jpeg(path)
         with self._lock:
-            self._items[key] = data
+            self._items[slot] = data
             while len(self._items) > self.max_items:
                 self._items.popitem(last=False)
         return data

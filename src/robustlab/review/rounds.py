@@ -6,9 +6,12 @@
 - :func:`joint_decisions`: the decision per pair, by :func:`robustlab.video.finalize.decide_pairs`
   itself (latest round wins; strict majority for similar and for a correct label; a tie is
   *not similar*), so what the app shows is what ``robustlab video finalize`` will decide.
-- :func:`agreement`: Cohen's kappa for two annotators, Fleiss' kappa for more, per round, on
-  the items every annotator of that round answered.
-- :func:`reason_counts`, :func:`most_disagreed`, :func:`progress`: the admin page's tables.
+- :func:`agreement`: percent agreement, the class balance, and Cohen's kappa for two annotators
+  (Fleiss' kappa for more), per round, over the annotators who finished it (see
+  :class:`Agreement`), on the items every one of them answered.
+- :func:`completeness`: how far the open round is (what the admin confirms before a round
+  change or finalize, and what an incomplete finalized set records).
+- :func:`reason_counts`, :func:`disagreements`, :func:`progress`: the admin page's tables.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..metrics.agreement import cohen_kappa, fleiss_kappa, rating_counts
 from ..video.finalize import PairDecision, decide_pairs
@@ -54,19 +57,35 @@ def joint_decisions(answers: Iterable[Answer]) -> dict[tuple[str, str], PairDeci
 class Agreement:
     """Agreement among the annotators of one round.
 
+    Kappa is computed over the *counted* annotators only, on the items every one of them
+    answered: the annotators who finished the round, or, while fewer than two have, the two
+    with the most answers. An annotator who has just started does not turn the statistic into
+    noise over a handful of items; the page names who is not counted yet.
+
     Attributes
     ----------
     round : int
     raters : tuple of str
         Annotators with at least one answer in the round.
+    counted : tuple of str
+        The annotators the statistics are computed over (see above).
+    not_counted : tuple of (str, int)
+        The other raters and how many answers each gave in the round.
+    round_items : int
+        Items of the round (pairs and anchor steps), answered or not.
     method : str
-        ``"Cohen's kappa"`` (2 raters), ``"Fleiss' kappa"`` (3 or more) or ``""`` (fewer than 2).
+        ``"Cohen's kappa"`` (2 counted), ``"Fleiss' kappa"`` (3 or more) or ``""`` (fewer than 2).
     similarity_items, label_items : int
-        Items every rater answered (pairs for similarity; pairs and anchor steps for labels).
+        Items every counted annotator answered (pairs for similarity; pairs and anchor steps
+        for labels).
     similarity_kappa, label_kappa : float
         NaN when undefined (fewer than 2 raters, no common items, or one category only).
-    similarity_observed : float
-        Fraction of the similarity items on which every rater gave the same answer (NaN if none).
+    similarity_observed, label_observed : float
+        Percent agreement, as a fraction: items on which every counted annotator gave the same
+        answer (NaN if none).
+    similarity_balance, label_balance : dict of str to float
+        Share of each answer among the counted annotators' answers on those items (the class
+        balance: with one dominant class, kappa is low even when nearly every answer agrees).
     """
 
     round: int
@@ -77,6 +96,12 @@ class Agreement:
     similarity_observed: float
     label_items: int
     label_kappa: float
+    counted: tuple[str, ...] = ()
+    not_counted: tuple[tuple[str, int], ...] = ()
+    round_items: int = 0
+    label_observed: float = math.nan
+    similarity_balance: dict = field(default_factory=dict)
+    label_balance: dict = field(default_factory=dict)
 
 
 def _kappa(rows: list[list[str]], categories: Sequence[str]) -> float:
@@ -88,25 +113,150 @@ def _kappa(rows: list[list[str]], categories: Sequence[str]) -> float:
     return fleiss_kappa(counts)
 
 
-def agreement(answers: Iterable[Answer], round: int) -> Agreement:
-    """Agreement of the annotators of ``round`` (see :class:`Agreement`)."""
+def _observed(rows: list[list[str]]) -> float:
+    return (sum(len(set(r)) == 1 for r in rows) / len(rows)) if rows else math.nan
+
+
+def _balance(rows: list[list[str]], categories: Sequence[str]) -> dict[str, float]:
+    given = Counter(v for r in rows for v in r)
+    total = sum(given.values())
+    return {c: given[c] / total for c in categories} if total else {}
+
+
+def counted_raters(answered: dict[str, int], round_items: int | None) -> tuple[str, ...]:
+    """The annotators agreement is computed over (see :class:`Agreement`).
+
+    Parameters
+    ----------
+    answered : dict of str to int
+        Answers each rater gave in the round.
+    round_items : int or None
+        Items in the round (None: count every rater).
+    """
+    if round_items is None:
+        return tuple(sorted(answered))
+    finished = sorted(n for n, done in answered.items() if done >= round_items)
+    if len(finished) >= 2:
+        return tuple(finished)
+    most = sorted(answered, key=lambda n: (-answered[n], n))[:2]
+    return tuple(sorted(most))
+
+
+def agreement(answers: Iterable[Answer], round: int,
+              round_pairs: Sequence[tuple[str, str]] | None = None) -> Agreement:
+    """Agreement of the annotators of ``round`` (see :class:`Agreement`).
+
+    Parameters
+    ----------
+    answers : iterable of Answer
+    round : int
+    round_pairs : sequence of (anchor, frame), optional
+        The round's items; without them every rater is counted.
+    """
+    wanted = None if round_pairs is None else set(round_pairs)
     by_pair: dict[tuple[str, str], dict[str, Answer]] = defaultdict(dict)
     for a in answers:
-        if a.round == round:
+        if a.round == round and (wanted is None or a.pair in wanted):
             by_pair[a.pair][a.annotator] = a
-    raters = tuple(sorted({name for per in by_pair.values() for name in per}))
-    full = {pair: per for pair, per in by_pair.items() if len(per) == len(raters)}
-    sim_rows = [[per[r].similarity for r in raters] for (anchor, frame), per in sorted(full.items())
+    answered = Counter(name for per in by_pair.values() for name in per)
+    raters = tuple(sorted(answered))
+    counted = counted_raters(dict(answered), None if wanted is None else len(wanted))
+    full = {pair: per for pair, per in by_pair.items() if counted and all(r in per for r in counted)}
+    sim_rows = [[per[r].similarity for r in counted] for (anchor, frame), per in sorted(full.items())
                 if anchor != frame]
-    label_rows = [[per[r].label_correct for r in raters] for _, per in sorted(full.items())]
-    method = "" if len(raters) < 2 else "Cohen's kappa" if len(raters) == 2 else "Fleiss' kappa"
-    observed = (sum(len(set(r)) == 1 for r in sim_rows) / len(sim_rows)) if sim_rows else math.nan
+    label_rows = [[per[r].label_correct for r in counted] for _, per in sorted(full.items())]
+    method = "" if len(counted) < 2 else "Cohen's kappa" if len(counted) == 2 else "Fleiss' kappa"
     return Agreement(round=round, raters=raters, method=method,
+                     counted=counted if method else (),
+                     not_counted=tuple((n, answered[n]) for n in raters if not method or n not in counted),
+                     round_items=len(wanted) if wanted is not None else len(by_pair),
                      similarity_items=len(sim_rows) if method else 0,
                      similarity_kappa=_kappa(sim_rows, SIMILARITY_ANSWERS) if method else math.nan,
-                     similarity_observed=observed if method else math.nan,
+                     similarity_observed=_observed(sim_rows) if method else math.nan,
+                     similarity_balance=_balance(sim_rows, SIMILARITY_ANSWERS) if method else {},
                      label_items=len(label_rows) if method else 0,
-                     label_kappa=_kappa(label_rows, LABEL_ANSWERS) if method else math.nan)
+                     label_kappa=_kappa(label_rows, LABEL_ANSWERS) if method else math.nan,
+                     label_observed=_observed(label_rows) if method else math.nan,
+                     label_balance=_balance(label_rows, LABEL_ANSWERS) if method else {})
+
+
+@dataclass(frozen=True)
+class RoundCompleteness:
+    """How far the open round is: what the admin confirms before changing rounds or finalizing.
+
+    Attributes
+    ----------
+    round : int
+        The round described (the open one).
+    annotators : tuple of str
+        The annotators expected to answer it: everyone who answered in round 1 (round 2 is
+        everyone's; an account that never answered is not expected).
+    not_started : tuple of str
+        Annotator accounts without any answer (listed, not expected).
+    tasks : int
+        Tasks of the round (round 1: every pair and anchor step; round 2: its pairs).
+    done : dict of str to int
+        Per expected annotator, tasks of the round they answered.
+    unreviewed : int
+        Tasks of the round that nobody answered in it.
+    partly_reviewed : int
+        Tasks that some, but not all, expected annotators answered in it.
+    """
+
+    round: int
+    annotators: tuple[str, ...]
+    not_started: tuple[str, ...]
+    tasks: int
+    done: dict
+    unreviewed: int
+    partly_reviewed: int
+
+    @property
+    def complete(self) -> bool:
+        """Every expected annotator answered every task of the round (and someone did)."""
+        return bool(self.annotators) and self.unreviewed == 0 and self.partly_reviewed == 0
+
+    @property
+    def unfinished(self) -> tuple[tuple[str, int], ...]:
+        """``(annotator, answered)`` of the expected annotators who have not finished."""
+        return tuple((n, d) for n, d in sorted(self.done.items()) if d < self.tasks)
+
+    def record(self) -> dict:
+        """The JSON the finalized set keeps of an incomplete review (``finalize_summary.json``)."""
+        return {"complete": self.complete, "open_round": self.round, "tasks": self.tasks,
+                "unreviewed": self.unreviewed, "partly_reviewed": self.partly_reviewed,
+                "annotators": {n: self.done[n] for n in sorted(self.done)}}
+
+
+def completeness(answers: Iterable[Answer], round: int, round_pairs: Sequence[tuple[str, str]],
+                 accounts: Iterable[str] = ()) -> RoundCompleteness:
+    """How complete ``round`` is (see :class:`RoundCompleteness`).
+
+    Parameters
+    ----------
+    answers : iterable of Answer
+        Every saved answer (both rounds).
+    round : int
+    round_pairs : sequence of (anchor, frame)
+        The tasks of the round.
+    accounts : iterable of str
+        Annotator accounts (those without any answer are listed as not started).
+    """
+    given = list(answers)
+    wanted = set(round_pairs)
+    expected = sorted({a.annotator for a in given if a.round == 1 or a.round == round})
+    by_pair: dict[tuple[str, str], set] = defaultdict(set)
+    done = Counter()
+    for a in given:
+        if a.round == round and a.pair in wanted:
+            by_pair[a.pair].add(a.annotator)
+            done[a.annotator] += 1
+    unreviewed = sum(1 for p in wanted if not by_pair.get(p))
+    partly = sum(1 for p in wanted if by_pair.get(p) and not set(expected) <= by_pair[p])
+    not_started = tuple(sorted(set(accounts) - {a.annotator for a in given}))
+    return RoundCompleteness(round=round, annotators=tuple(expected), not_started=not_started,
+                             tasks=len(wanted), done={n: done[n] for n in expected},
+                             unreviewed=unreviewed, partly_reviewed=partly)
 
 
 def reason_counts(answers: Iterable[Answer], round: int) -> dict[str, int]:
@@ -136,10 +286,9 @@ class Disagreement:
     answers: tuple[Answer, ...]
 
 
-def most_disagreed(task_set: TaskSet, answers: Iterable[Answer], *, round: int = 1,
-                   limit: int = 10) -> list[Disagreement]:
-    """The pairs with the most split answers in ``round`` (by the number of minority answers,
-    then the number of distinct answers), at most ``limit``."""
+def disagreements(task_set: TaskSet, answers: Iterable[Answer], *, round: int = 1) -> list[Disagreement]:
+    """Every pair with split answers in ``round``, most split first (by the number of minority
+    answers, then the number of distinct answers, then review order)."""
     by_pair: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     for a in answers:
         if a.round == round:
@@ -155,7 +304,13 @@ def most_disagreed(task_set: TaskSet, answers: Iterable[Answer], *, round: int =
             found.append(Disagreement(task, minority, tuple(sorted(given, key=lambda a: a.annotator))))
     found.sort(key=lambda d: (-d.minority, -len({(a.label_correct, a.similarity) for a in d.answers}),
                               d.task.index))
-    return found[:limit]
+    return found
+
+
+def most_disagreed(task_set: TaskSet, answers: Iterable[Answer], *, round: int = 1,
+                   limit: int = 10) -> list[Disagreement]:
+    """The first ``limit`` of :func:`disagreements`."""
+    return disagreements(task_set, answers, round=round)[:limit]
 
 
 @dataclass(frozen=True)

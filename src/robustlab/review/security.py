@@ -9,8 +9,12 @@
 - **CSRF**: every POST carries the session's token (a form field or the ``X-CSRF-Token``
   header), compared in constant time. The login form, before any session exists, gets its
   token from a short-lived signed cookie (so a login cannot be forged either).
-- **Rate limit**: per (user name, client address), the sixth login attempt within 60 s after
-  five wrong ones is refused with HTTP 429, whether its password is right or not.
+- **Rate limit**: per user name (whatever address the attempts come from, so neither many
+  addresses nor a forged ``X-Forwarded-For`` gets around it), at most five wrong passwords in
+  60 s; further attempts are refused with HTTP 429, whether their password is right or not.
+  An attempt is counted *before* its password is checked, in the same locked step as the
+  check of the limit (:meth:`LoginRateLimiter.begin`), so parallel attempts cannot all pass
+  the check first; a right password then takes its attempt back.
 """
 
 from __future__ import annotations
@@ -119,12 +123,16 @@ class CookieSigner:
 
 
 class LoginRateLimiter:
-    """Count wrong passwords per key (user name, client address) in a sliding window.
+    """Count login attempts per key (the user name) in a sliding window, atomically.
+
+    :meth:`begin` checks the limit and counts the attempt in one locked step; :meth:`succeeded`
+    takes a right password's attempt back. So at most ``max_failures`` wrong passwords per
+    window get checked, however many requests arrive at once.
 
     Parameters
     ----------
     max_failures : int
-        Wrong attempts allowed in the window; the next attempt is refused.
+        Wrong attempts allowed in the window; further attempts are refused.
     window : float
         Seconds.
     clock : callable
@@ -139,38 +147,63 @@ class LoginRateLimiter:
         self.window = float(window)
         self._clock = clock
         self._max_keys = int(max_keys)
-        self._failures: dict[tuple[str, str], deque] = {}
+        self._attempts: dict[str, deque] = {}
         self._lock = threading.Lock()
 
-    def _recent(self, key: tuple[str, str], now: float) -> deque:
-        times = self._failures.get(key)
+    def _recent(self, key: str, now: float) -> deque:
+        times = self._attempts.get(key)
         if times is None:
             return deque()
         while times and now - times[0] >= self.window:
             times.popleft()
         if not times:
-            del self._failures[key]
+            del self._attempts[key]
         return times
 
-    def blocked(self, key: tuple[str, str]) -> bool:
-        """True when ``key`` has ``max_failures`` wrong attempts within the window."""
+    def _retry_after(self, times: deque, now: float) -> int:
+        return max(1, int(self.window - (now - times[0])) + 1) if times else 1
+
+    def begin(self, key: str) -> tuple[float | None, int]:
+        """Check the limit and count one attempt, in one step.
+
+        Returns
+        -------
+        (ticket, retry_after) : (float or None, int)
+            ``ticket`` None: refused, try again in ``retry_after`` seconds (nothing counted).
+            Otherwise the attempt is counted as a failure until :meth:`succeeded` gets ``ticket``.
+        """
+        with self._lock:
+            now = self._clock()
+            times = self._recent(key, now)
+            if len(times) >= self.max_failures:
+                return None, self._retry_after(times, now)
+            if key not in self._attempts:
+                if len(self._attempts) >= self._max_keys:
+                    del self._attempts[next(iter(self._attempts))]
+                self._attempts[key] = times
+            times.append(now)
+            return now, 0
+
+    def succeeded(self, key: str, ticket: float) -> None:
+        """The attempt of ``ticket`` had the right password: it no longer counts."""
+        with self._lock:
+            times = self._attempts.get(key)
+            if times is not None and ticket in times:
+                times.remove(ticket)
+                if not times:
+                    del self._attempts[key]
+
+    def blocked(self, key: str) -> bool:
+        """True when ``key`` has ``max_failures`` counted attempts within the window."""
         with self._lock:
             return len(self._recent(key, self._clock())) >= self.max_failures
 
-    def retry_after(self, key: tuple[str, str]) -> int:
-        """Whole seconds until the oldest counted failure leaves the window (at least 1)."""
+    def __len__(self) -> int:
+        """Keys with counted attempts (bounded by ``max_keys``)."""
         with self._lock:
-            now = self._clock()
-            times = self._recent(key, now)
-            return max(1, int(self.window - (now - times[0])) + 1) if times else 1
+            return len(self._attempts)
 
-    def record_failure(self, key: tuple[str, str]) -> None:
-        """Count one wrong attempt."""
-        with self._lock:
-            now = self._clock()
-            times = self._recent(key, now)
-            if key not in self._failures:
-                if len(self._failures) >= self._max_keys:
-                    del self._failures[next(iter(self._failures))]
-                self._failures[key] = times
-            times.append(now)
+
+def login_key(name: str) -> str:
+    """The rate limit's key of a login attempt: the user name as typed, case-folded."""
+    return name.strip().casefold()[:64]

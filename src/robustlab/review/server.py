@@ -8,8 +8,10 @@ the database tied to the task set.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -60,10 +62,102 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_listen_address(host: str, port: int) -> None:
+    """Refuse an address the server could not listen on, before anything is written.
+
+    The host must be an IP address or a name that resolves, and the port free to bind there.
+
+    Raises
+    ------
+    InputError
+        Naming the host and port, what is wrong, and what to give instead.
+    """
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise InputError(f"--port {port!r} is not a TCP port: give a number from 1 to 65535 (default 8000).")
+    if not isinstance(host, str) or not host.strip() or any(c.isspace() for c in host) or len(host) > 253:
+        raise InputError(f"--host {host!r} is not an address: give an IP address of this machine "
+                         "(127.0.0.1 by default, 0.0.0.0 for every interface) or a host name.")
+    looks_numeric = all(c.isdigit() or c == "." for c in host)
+    if looks_numeric:
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise InputError(f"--host {host!r} is not a valid IPv4 address (four numbers 0-255, e.g. 127.0.0.1).") \
+                from None
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError, ValueError) as exc:
+        raise InputError(f"--host {host!r} is neither an IP address nor a host name that resolves ({exc}): give "
+                         "an address of this machine, e.g. 127.0.0.1 (this machine only) or 0.0.0.0.") from None
+    family, kind, proto, _, address = found[0]
+    try:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            why = "the port is in use by another program: choose another --port or stop that program"
+        elif exc.errno == errno.EACCES:
+            why = "permission denied (ports below 1024 need administrator rights): choose a --port above 1023"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            why = ("that address belongs to no interface of this machine: give one of its own addresses, "
+                   "127.0.0.1 or 0.0.0.0")
+        else:
+            why = exc.strerror or str(exc)
+        raise InputError(f"cannot listen on {host}:{port}: {why}.") from None
+
+
+def check_forwarded_allow_ips(value: str | None) -> str | None:
+    """``--forwarded-allow-ips``: comma-separated IP addresses or networks of the proxies whose
+    ``X-Forwarded-For`` / ``X-Forwarded-Proto`` headers are trusted, or ``*`` (any: only when
+    nothing but the proxy can reach the server). None: trust no proxy header.
+
+    Raises
+    ------
+    InputError
+        For an item that is not an address, a network or ``*``.
+    """
+    if value is None:
+        return None
+    items = [v.strip() for v in str(value).split(",") if v.strip()]
+    if not items:
+        raise InputError("--forwarded-allow-ips is empty: give the proxy's address, e.g. 127.0.0.1, or leave the "
+                         "option out to trust no proxy header.")
+    for item in items:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise InputError(f"--forwarded-allow-ips: {item!r} is not an IP address or network (e.g. 127.0.0.1, "
+                             "10.0.0.0/8) or '*'.") from None
+    return ",".join(items)
+
+
+def uvicorn_options(host: str, port: int, forwarded_allow_ips: str | None) -> dict:
+    """The keyword arguments of ``uvicorn.run``: one worker, and proxy headers trusted only from
+    the proxies named by ``--forwarded-allow-ips`` (uvicorn's own default would trust 127.0.0.1)."""
+    options = {"host": host, "port": int(port), "log_level": "warning", "workers": 1, "server_header": False}
+    if forwarded_allow_ips is None:
+        options["proxy_headers"] = False
+    else:
+        options.update(proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
+    return options
+
+
 def run_server(tasks: str | os.PathLike | None, *, db: str | None = None, host: str = "127.0.0.1",
                port: int = 8000, demo: bool = False, demo_dir: str | os.PathLike = "robustlab-review-demo",
-               secure_cookies: bool = False, log: Callable[[str], None] = print) -> None:
-    """Check the task set and database, then serve the review app with uvicorn until stopped."""
+               secure_cookies: bool = False, forwarded_allow_ips: str | None = None,
+               log: Callable[[str], None] = print) -> None:
+    """Check the address, the task set and the database, then serve the review app with uvicorn
+    until stopped.
+
+    Raises
+    ------
+    InputError
+        A bad ``host``, ``port`` or ``forwarded_allow_ips`` (checked first: nothing is written),
+        or neither/both of TASKS and ``demo``.
+    """
     import uvicorn
 
     from .app import create_app
@@ -72,6 +166,8 @@ def run_server(tasks: str | os.PathLike | None, *, db: str | None = None, host: 
     if demo == (tasks is not None):
         raise InputError("give a TASKS file (review_tasks.jsonl from `robustlab video sample`) or --demo, "
                          "not both and not neither.")
+    proxies = check_forwarded_allow_ips(forwarded_allow_ips)
+    check_listen_address(host, port)
     if demo:
         log(f"building the demo video set under {demo_dir} (once) ...")
         tasks = build_demo_task_set(demo_dir)
@@ -86,11 +182,13 @@ def run_server(tasks: str | os.PathLike | None, *, db: str | None = None, host: 
     if not is_loopback(host):
         log(f"warning: serving on {host}, beyond this machine: put it behind an HTTPS proxy and pass "
             "--secure-cookies, or passwords and cookies travel in clear text.")
+    if proxies is not None:
+        log(f"trusting X-Forwarded-For/-Proto from {proxies} only.")
     log(f"serving {len(service.task_set)} tasks of {service.task_set.path} (database {where}) at "
         f"http://{host}:{port}/  (Ctrl+C stops)")
     app = create_app(service, secure_cookies=secure_cookies)
     try:
-        uvicorn.run(app, host=host, port=int(port), log_level="warning", workers=1)
+        uvicorn.run(app, **uvicorn_options(host, port, proxies))
     finally:
         service.db.close()
 

@@ -4,7 +4,9 @@ Decision rules (SPEC section 5, as the ImageNet-Vid-Robust and YTBB-Robust autho
 
 - Each (anchor, frame) pair is decided by the annotators of its latest round: when any round-2
   record covers the pair, round 1 is ignored for it. An annotator answering a pair twice in
-  the same round counts once, with their last answer.
+  the same round counts once, with their last answer (:func:`decide_pairs`); :func:`finalize`
+  refuses such duplicates instead, with their count (e.g. a folder that holds both the review
+  app's download and its own export).
 - A pair is *similar* only when a strict majority of those annotators said "similar", and
   *correctly labelled* only when a strict majority said "yes".
 - A neighbour is kept when similar and correctly labelled; unreviewed candidates are dropped.
@@ -85,9 +87,27 @@ def _check_records_match(records: Sequence[ReviewRecord], candidates: dict[str, 
                             f"{rec.anchor!r} in {manifest_path}.")
 
 
+def _check_no_duplicates(records: Sequence[ReviewRecord]) -> None:
+    first: dict[tuple, ReviewRecord] = {}
+    repeated: list[tuple[ReviewRecord, ReviewRecord]] = []
+    for rec in records:
+        key = (rec.annotator, rec.anchor, rec.frame, rec.round)
+        if key in first:
+            repeated.append((first[key], rec))
+        else:
+            first[key] = rec
+    if repeated:
+        a, b = repeated[0]
+        raise DataError(f"{len(repeated)} review record(s) repeat an answer already given (the same annotator, "
+                        f"pair and round), e.g. {a.annotator!r} round {a.round} on ({a.anchor}, {a.frame}) in "
+                        f"{a.source or 'a record'} and again in {b.source or 'a record'}. Each answer must be "
+                        "given once: remove the duplicate file (e.g. the review app's download beside its own "
+                        "export) or the repeated lines.")
+
+
 def finalize(out_dir: str | os.PathLike,
              reviews: str | os.PathLike | Iterable[str | os.PathLike] | Sequence[ReviewRecord],
-             *, require_anchor_review: bool = False) -> dict:
+             *, require_anchor_review: bool = False, review: dict | None = None) -> dict:
     """Apply review decisions to a sampled folder and write the final pm-k set.
 
     Parameters
@@ -99,18 +119,23 @@ def finalize(out_dir: str | os.PathLike,
     require_anchor_review : bool
         Drop anchors that have no review of their own (default: keep them; their label is
         the one given at sampling time).
+    review : dict, optional
+        What the review app knows of the review's state (an incomplete round, who finalized),
+        kept as the summary's ``review``; the ``video-pmk`` benchmark reports its counts.
 
     Returns
     -------
     dict
         The summary also written to ``finalize_summary.json``: anchors and frames kept,
-        anchors dropped (with reasons), neighbours dropped per reason.
+        anchors dropped (with reasons), neighbours dropped per reason, and
+        ``pairs_unreviewed``: candidate pairs (not the anchors' own steps) without any review.
 
     Raises
     ------
     DataError
-        Reviews naming anchors/frames not in the manifest (file and line given), or a kept
-        frame with no class label (give labels at sampling time or add them in review).
+        Reviews naming anchors/frames not in the manifest (file and line given), the same
+        answer given twice (annotator, pair and round; the count is given), or a kept frame
+        with no class label (give labels at sampling time or add them in review).
     """
     out = Path(out_dir)
     manifest = read_manifest(out)
@@ -121,6 +146,7 @@ def finalize(out_dir: str | os.PathLike,
     records = (items if all(isinstance(r, ReviewRecord) for r in items)
                else read_reviews(items))
     _check_records_match(records, candidates, manifest_path)
+    _check_no_duplicates(records)
     decisions = decide_pairs(records)
 
     pmsets: dict[str, list[str]] = {}
@@ -166,8 +192,12 @@ def finalize(out_dir: str | os.PathLike,
         "anchors_dropped": dropped_anchors, "neighbours_dropped": dict(dropped_frames),
         "review_records": len(records), "pairs_reviewed": len(decisions),
         "pairs_decided_in_round_2": sum(d.round == 2 for d in decisions.values()),
+        "pairs_unreviewed": sum(1 for a, frames in candidates.items() for f in frames
+                                if f["offset"] != 0 and (a, f["key"]) not in decisions),
         "pmsets": str(out / "pmsets.json"), "labels": str(out / "labels.json"),
     }
+    if review is not None:
+        summary["review"] = dict(review)
     write_json(out / "pmsets.json", pmsets)
     write_json(out / "labels.json", labels)
     write_json(out / "finalize_summary.json", summary)
@@ -184,4 +214,6 @@ def format_summary(summary: dict) -> str:
              f"wrote {summary['pmsets']} and {summary['labels']}"]
     for anchor, why in sorted(summary["anchors_dropped"].items()):
         lines.append(f"  dropped anchor {anchor}: {why}")
+    if summary.get("pairs_unreviewed"):
+        lines.append(f"{summary['pairs_unreviewed']} candidate pair(s) had no review and were dropped")
     return "\n".join(lines)
