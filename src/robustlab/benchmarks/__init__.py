@@ -12,7 +12,9 @@ that needs one benchmark never pays for the others' dependencies:
   ``imagenet-vid-robust-detection``, ``mmdet-results``: P, mPC, rPC, detection pm-k;
 - :mod:`.adversarial` -- ``adversarial-auc``: accuracy over an epsilon grid and R;
 - :mod:`.corruption_bar` -- ``imagenet-c-bar`` (released ImageNet-C-bar / CIFAR-10-C-bar):
-  mean error, CE-bar, mCE-bar.
+  mean error, CE-bar, mCE-bar;
+- :mod:`.natural_shift` -- ``imagenetv2``, ``imagenet-a``, ``imagenet-r``, ``imagenet-sketch``,
+  ``objectnet``: top-1 / top-5 accuracy with intervals, the effective-robustness pair.
 
 Adding a benchmark touches one file: subclass :class:`robustlab.engine.Benchmark` and decorate
 it with :func:`robustlab.engine.register_benchmark` (see :mod:`robustlab.engine`).
@@ -29,6 +31,8 @@ BUILTIN = {
     "imagenet-vid-robust-detection": "detection", "mmdet-results": "detection",
     "adversarial-auc": "adversarial",
     "imagenet-c-bar": "corruption_bar",
+    "imagenetv2": "natural_shift", "imagenet-a": "natural_shift", "imagenet-r": "natural_shift",
+    "imagenet-sketch": "natural_shift", "objectnet": "natural_shift",
 }
 
 for _name, _module in BUILTIN.items():

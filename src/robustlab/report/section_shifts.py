@@ -84,3 +84,36 @@ def effective_section(results: Sequence, context: ReportContext | None = None) -
         if refs is not None and not group.references:
             sec.notes.append(f"{group.shift}: the reference points file {refs} has no rows for this shift.")
     return sec
+
+
+NATURAL_SHIFTS = ["imagenetv2", "imagenet-a", "imagenet-r", "imagenet-sketch", "objectnet"]
+
+
+def _interval(row: dict | None, key: str) -> str:
+    if not row or row.get(key) is None:
+        return "–"
+    return f"{pct(row[key])} [{pct(row.get(f'{key}_low'))}, {pct(row.get(f'{key}_high'))}]"
+
+
+@register_section("natural-shift", NATURAL_SHIFTS)
+def natural_shift_section(results: Sequence, context: ReportContext | None = None) -> Section:
+    sec = Section("natural-shift", "Natural distribution shifts",
+                  "Top-1 and top-5 accuracy on test sets collected anew (ImageNetV2), adversarially filtered "
+                  "(ImageNet-A), rendered (ImageNet-R), sketched (ImageNet-Sketch) or photographed in unusual poses "
+                  "(ObjectNet), with exact 95% Clopper-Pearson intervals; the original accuracy is the ImageNet val "
+                  "accuracy on the same classes. Their trends across models are in the effective-robustness section.",
+                  ["model", "test set", "top-1 % [95% CI]", "top-5 % [95% CI]", "original top-1 % [95% CI]", "run"])
+    for r in results:
+        s = r.summary or {}
+        sec.rows.append([r.model, s.get("set", r.benchmark), _interval(s.get("shifted"), "accuracy"),
+                         _interval(s.get("shifted"), "top5_accuracy"), _interval(s.get("clean"), "accuracy"),
+                         r.run_id[:10]])
+        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+    return sec
+
+
+@register_headline("natural-shift")
+def natural_shift_headline(result) -> list[str]:
+    """``top-1 63.4 · top-5 84.6`` (percent) on the shifted set."""
+    row = (result.summary or {}).get("shifted") or {}
+    return [f"top-1 {pct(row['accuracy'])}", f"top-5 {pct(row['top5_accuracy'])}"] if row else []
