@@ -494,6 +494,26 @@ def show_command(
         raise typer.Exit(1)
 
 
+@app.command("subtypes")
+def subtypes_command(
+    imagenet22k: Path = typer.Argument(..., help="ImageNet-22K copy: <root>/<wnid>/<image> (fall11 layout)."),
+    out: Path = typer.Argument(..., help="Output folder: train.txt, seen.txt, unseen.txt, subtypes.json."),
+    holdout: float = typer.Option(0.2, "--holdout", help="Fraction of the seen subtypes' images held out of "
+                                  "fine-tuning for the seen accuracy."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out split (a hash per image path)."),
+) -> None:
+    """Sort an ImageNet-22K folder into the seen and unseen subtypes of the ImageNet-C paper's 25 broad types."""
+    from .data.subtypes import split_imagenet22k, write_split
+
+    split = split_imagenet22k(imagenet22k, holdout=holdout, seed=seed)
+    dst = write_split(split, out)
+    typer.echo(f"{len(split.seen_wnids)} seen and {len(split.unseen_wnids)} unseen subtypes of 25 broad types "
+               f"({len(split.train)} training, {len(split.seen)} held-out seen, {len(split.unseen)} unseen images; "
+               f"{split.ignored} folders below no broad type) in {dst}\nnext:\n"
+               f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 --train head -o FT\n"
+               f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -o imagenet_top1=<top-1 of MODEL>")
+
+
 # --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
 
 from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)

@@ -14,7 +14,8 @@ that needs one benchmark never pays for the others' dependencies:
 - :mod:`.corruption_bar` -- ``imagenet-c-bar`` (released ImageNet-C-bar / CIFAR-10-C-bar):
   mean error, CE-bar, mCE-bar;
 - :mod:`.natural_shift` -- ``imagenetv2``, ``imagenet-a``, ``imagenet-r``, ``imagenet-sketch``,
-  ``objectnet``: top-1 / top-5 accuracy with intervals, the effective-robustness pair.
+  ``objectnet``: top-1 / top-5 accuracy with intervals, the effective-robustness pair;
+- :mod:`.subtype` -- ``subtype-robustness``: seen vs unseen subtype accuracy of 25 broad types.
 
 Adding a benchmark touches one file: subclass :class:`robustlab.engine.Benchmark` and decorate
 it with :func:`robustlab.engine.register_benchmark` (see :mod:`robustlab.engine`).
@@ -33,6 +34,7 @@ BUILTIN = {
     "imagenet-c-bar": "corruption_bar",
     "imagenetv2": "natural_shift", "imagenet-a": "natural_shift", "imagenet-r": "natural_shift",
     "imagenet-sketch": "natural_shift", "objectnet": "natural_shift",
+    "subtype-robustness": "subtype",
 }
 
 for _name, _module in BUILTIN.items():

@@ -117,3 +117,50 @@ def natural_shift_headline(result) -> list[str]:
     """``top-1 63.4 · top-5 84.6`` (percent) on the shifted set."""
     row = (result.summary or {}).get("shifted") or {}
     return [f"top-1 {pct(row['accuracy'])}", f"top-5 {pct(row['top5_accuracy'])}"] if row else []
+
+
+@register_section("subtype", ["subtype-robustness"])
+def subtype_section(results: Sequence, context: ReportContext | None = None) -> Section:
+    sec = Section("subtype", "Subtype robustness",
+                  "A model's last layer fine-tuned to tell 25 broad WordNet types apart from images of their ImageNet-1K "
+                  "subtypes (seen), then tested on held-out seen images and on ImageNet-22K subtypes it never saw "
+                  "(unseen), as in the ImageNet-C paper's appendix; 95% Clopper-Pearson intervals.",
+                  ["model", "ImageNet-1K top-1 %", "seen accuracy % [95% CI]", "unseen accuracy % [95% CI]",
+                   "seen - unseen (points)", "run"])
+    points = []
+    for r in results:
+        s = r.summary or {}
+        seen, unseen = s.get("seen") or {}, s.get("unseen") or {}
+
+        def ci(row):
+            return f"{pct(row['accuracy'])} [{pct(row['low'])}, {pct(row['high'])}]" if row else "–"
+
+        sec.rows.append([r.model, pct(s.get("imagenet_top1")), ci(seen), ci(unseen),
+                         "–" if s.get("gap") is None else f"{100 * s['gap']:+.1f}", r.run_id[:10]])
+        if s.get("imagenet_top1") is not None and seen and unseen:
+            points.append((label(r), s["imagenet_top1"], seen, unseen))
+        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+    if points:
+        sec.figures.append(subtype_figure(points))
+    return sec
+
+
+def subtype_figure(points) -> F.Figure:
+    """Seen and unseen subtype accuracy against ImageNet-1K accuracy, one pair of points per model."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.8))
+    for marker, key, name in (("o", 2, "seen subtypes"), ("s", 3, "unseen subtypes")):
+        xs = [100 * p[1] for p in points]
+        ys = [100 * p[key]["accuracy"] for p in points]
+        err = [[100 * (p[key]["accuracy"] - p[key]["low"]) for p in points],
+               [100 * (p[key]["high"] - p[key]["accuracy"]) for p in points]]
+        ax.errorbar(xs, ys, yerr=err, fmt=marker, markersize=5, capsize=2, label=name)
+    F.label_points(ax, [100 * p[1] for p in points], [100 * p[3]["accuracy"] for p in points], [p[0] for p in points])
+    ax.set_xlabel("ImageNet-1K top-1 accuracy (%)")
+    ax.set_ylabel("broad-type accuracy (%)")
+    ax.grid(alpha=0.3)
+    F.legend_above(ax)
+    return F.Figure("subtype-vs-imagenet", "Seen and unseen subtype accuracy vs ImageNet-1K accuracy",
+                    "Each model contributes two points at its ImageNet-1K accuracy: accuracy on held-out images of the "
+                    "seen subtypes and on the unseen ones (95% intervals).", svg=F.figure_svg(fig))
