@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..corruptions.cbar.released import CBarLayout, discover_cbar, read_imagenet_c_bar
+from ..corruptions.cbar.released import CBarLayout, discover_cbar
 from ..corruptions.cbar.tables import SETS, severity_folder
 from ..corruptions.dataset import parse_severities
 from ..corruptions.registry import resolve_corruptions

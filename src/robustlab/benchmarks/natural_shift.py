@@ -309,7 +309,7 @@ class NaturalShift(Benchmark):
         notes = []
         if (("accuracy", CLEAN)) not in table:
             notes.append("no clean accuracy: give --clean-data <ImageNet val folder> (or --clean-run) for the "
-                         f"original accuracy on the same classes, the x axis of effective robustness.")
+                         "original accuracy on the same classes, the x axis of effective robustness.")
         missing = table.get(("images_without_border", SHIFTED))
         if missing:
             notes.append(f"{int(missing)} ObjectNet image(s) had no 1-pixel red border and were evaluated uncropped "

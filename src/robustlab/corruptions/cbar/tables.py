@@ -82,7 +82,7 @@ def severity_parameter(name: str, severity: int, profile: str) -> float:
     table = SETS[set_name]
     if name not in table:
         other = sets_of(name)
-        fix = (f"use --profile cifar (CIFAR-10-C-bar, 32 px)" if other == ["cifar10-c-bar"]
+        fix = ("use --profile cifar (CIFAR-10-C-bar, 32 px)" if other == ["cifar10-c-bar"]
                else "use a profile other than cifar (ImageNet-C-bar, 224 px)")
         raise InputError(f"{name} belongs to {', '.join(other)}: the reference gives its severities only there, and "
                          f"profile {profile!r} uses the {set_name} table; {fix}, or leave {name} out.")
