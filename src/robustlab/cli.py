@@ -357,14 +357,17 @@ def evaluate_command(
                                           "(default: CPUs - 1; 0 = none)."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:N."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N samples of each setting."),
-    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c: clean ImageNet val folder "
-                                              "(for clean error and relative mCE)."),
-    clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c: a stored run with clean units."),
+    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c, imagenet-c-bar, natural shifts: "
+                                              "clean ImageNet val folder (clean error, relative mCE, the original "
+                                              "accuracy of effective robustness)."),
+    clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c, imagenet-c-bar, natural shifts: a "
+                                            "stored run with clean units."),
     baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
                                                "imagenet-p: a stored run of a baseline model on the same data "
                                                "(normalises CE / FR / T5D); 'self' for this run."),
-    on_the_fly: bool = typer.Option(False, "--on-the-fly", help="imagenet-c: --data is the clean ImageNet val "
-                                    "folder; corrupt in memory (resize 256, crop 224, corrupt), write no images."),
+    on_the_fly: bool = typer.Option(False, "--on-the-fly", help="imagenet-c, imagenet-c-bar: --data is the clean "
+                                    "ImageNet val folder; corrupt in memory (resize 256, crop 224, corrupt), write "
+                                    "no images."),
     corruption_backend: Optional[str] = typer.Option(None, "--corruption-backend", help="imagenet-c --on-the-fly: "
                                                      "numpy (in the loading workers) or torch (on the model's "
                                                      "device) \\[default: torch on a GPU, else numpy]."),

@@ -136,3 +136,14 @@ def test_parity_harness_against_the_reference(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(out.read_text())
     assert len(rows) == 10 and all(r["identical_min"] == 1.0 for r in rows)
+
+
+def test_list_shows_the_sets_and_no_torch_kernel():
+    from typer.testing import CliRunner
+
+    from robustlab.cli import app
+
+    out = CliRunner().invoke(app, ["list", "--subset", "cifar10-c-bar"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "pinch_and_twirl" in out.output and "perlin_noise" not in out.output
+    assert "no torch kernel" in out.output and "cifar10-c-bar" in out.output

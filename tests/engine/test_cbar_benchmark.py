@@ -53,6 +53,10 @@ def test_corrupt_writes_the_released_layout(val_root, released):
     again = CliRunner().invoke(app, ["corrupt", str(val_root), str(released), "--set", "imagenet-c-bar", "-c",
                                      ",".join(TWO), "--format", "png", "--seed", "4", "-j", "1", "--no-progress"])
     assert again.exit_code == 0 and "written 0" in again.output
+    # the ImageNet-C layout into the same folder would mix two datasets
+    mixed = CliRunner().invoke(app, ["corrupt", str(val_root), str(released), "-c", "sparkles", "--profile", "imagenet-c",
+                                     "--format", "png", "--seed", "4", "-j", "1", "--no-progress"])
+    assert mixed.exit_code != 0 and "release 'imagenet-c-bar' (asked: None)" in str(mixed.exception)
 
 
 def test_corrupt_set_refuses_foreign_corruptions_and_profiles():

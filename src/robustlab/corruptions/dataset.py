@@ -62,7 +62,7 @@ SUMMARY_NAME = "robustlab-corrupt.json"
 #: Output encodings and the file extensions each keeps unchanged (others are replaced by the first).
 FORMAT_EXTENSIONS = {"jpeg": (".jpg", ".jpeg"), "png": (".png",)}
 #: Settings that must match to resume into an existing DST (they change the pixels).
-RESUME_KEYS = ("seed", "profile", "format", "quality", "release")
+RESUME_KEYS = ("seed", "profile", "format", "quality")
 #: Released layouts ``release`` can name: their corruption set and the profile of their table.
 RELEASES = {"imagenet-c-bar": ("imagenet-c-bar", "imagenet-c")}
 #: How many tasks per worker are kept queued (bounds memory on huge datasets).
@@ -361,7 +361,8 @@ def remove_outputs_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
 
 
 def _check_resume(dst: Path, settings: CorruptSettings) -> None:
-    check_resume(dst, SUMMARY_NAME, settings, RESUME_KEYS, what="outputs")
+    # a released layout changes the pixels too (geometry, table) and the folder names
+    check_resume(dst, SUMMARY_NAME, settings, (*RESUME_KEYS, "release"), what="outputs")
 
 
 def _write_summary(dst: Path, summary: CorruptSummary) -> Path:
