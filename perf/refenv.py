@@ -176,12 +176,12 @@ def refenv_python(root: Path = REFENV_DIR) -> Path:
     return root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def _stamp_ok(root: Path) -> bool:
+def _stamp_ok(root: Path, recipe: str = RECIPE_VERSION) -> bool:
     try:
         stamp = json.loads((root / _STAMP).read_text())
     except (OSError, ValueError):
         return False
-    return stamp.get("recipe") == RECIPE_VERSION and refenv_python(root).exists()
+    return stamp.get("recipe") == recipe and refenv_python(root).exists()
 
 
 def _pip(python: Path, *args: str) -> None:
@@ -195,12 +195,17 @@ def _site_packages(python: Path) -> Path:
     return Path(out.stdout.strip())
 
 
-def ensure_refenv(*, rebuild: bool = False, root: Path = REFENV_DIR, verbose: bool = True) -> Path:
-    """Build the reference environment if needed and return its Python interpreter.
+def build_pinned_env(root: Path, requirements: Sequence[str], *, recipe: str, what: str,
+                     extra_installs: Sequence[Sequence[str]] = (), shim: str | None = None,
+                     check_code: str | None = None, rebuild: bool = False, verbose: bool = True) -> Path:
+    """Build (once) a virtual environment at ``root`` holding exactly ``requirements``; return its Python.
 
-    Idempotent: a finished build leaves a stamp file; later calls return at once. A build that
-    was interrupted is redone from scratch (it is built in a temporary sibling directory and
-    renamed into place only when complete).
+    ``extra_installs``: further ``pip install`` argument lists run after the requirements (e.g.
+    ``["--no-deps", "pkg==1.0"]``); ``shim``: the text of a ``sitecustomize.py`` put into the
+    environment; ``check_code``: Python run inside it at the end, which must exit 0. Idempotent:
+    a finished build leaves a stamp holding ``recipe``; a later call with the same recipe returns at
+    once, another recipe rebuilds. The build happens in a temporary sibling directory, renamed into
+    place when complete, so an interrupted build is redone from scratch.
 
     Raises
     ------
@@ -211,41 +216,60 @@ def ensure_refenv(*, rebuild: bool = False, root: Path = REFENV_DIR, verbose: bo
     root = Path(root)
     if rebuild and root.exists():
         shutil.rmtree(root)
-    if _stamp_ok(root):
+    if _stamp_ok(root, recipe):
         return refenv_python(root)
     base = shutil.which(BASE_PYTHON) or (BASE_PYTHON if Path(BASE_PYTHON).exists() else None)
     if base is None:
-        raise RuntimeError(f"cannot build the reference env: {BASE_PYTHON!r} not found. Install Python 3.11 "
+        raise RuntimeError(f"cannot build the {what}: {BASE_PYTHON!r} not found. Install Python 3.11 "
                            "or point ROBUSTLAB_REFENV_PYTHON at a 3.11 interpreter.")
     tmp = root.with_name(root.name + ".building")
     if tmp.exists():
         shutil.rmtree(tmp)
     if verbose:
-        print(f"building the reference environment in {root} (once; a few minutes)...", file=sys.stderr)
+        print(f"building the {what} in {root} (once; a few minutes)...", file=sys.stderr)
     # venv module of the *base* interpreter, so the env gets Python 3.11 whatever runs this file.
     subprocess.run([base, "-m", "venv", str(tmp)], check=True)
     py = refenv_python(tmp)
     try:
-        _pip(py, *REQUIREMENTS)
-        _pip(py, "--no-deps", REFERENCE_PACKAGE)
-        (_site_packages(py) / "sitecustomize.py").write_text(_SHIM)
-        check = ("import imagecorruptions, numpy, skimage, scipy, cv2, PIL; "
-                 "import numpy as np; from imagecorruptions import corrupt; "
-                 "x = (np.arange(32*32*3) % 251).astype(np.uint8).reshape(32, 32, 3); "
-                 "corrupt(x, corruption_name='gaussian_blur', severity=1); "
-                 "corrupt(x, corruption_name='glass_blur', severity=1); "
-                 "print('ok')")
-        subprocess.run([str(py), "-c", check], check=True, capture_output=True, text=True)
+        _pip(py, *requirements)
+        for args in extra_installs:
+            _pip(py, *args)
+        if shim is not None:
+            (_site_packages(py) / "sitecustomize.py").write_text(shim)
+        if check_code is not None:
+            subprocess.run([str(py), "-c", check_code], check=True, capture_output=True, text=True)
     except subprocess.CalledProcessError as exc:
-        raise RuntimeError(f"building the reference env failed at {exc.cmd!r}: {exc.stderr or ''}"
+        raise RuntimeError(f"building the {what} failed at {exc.cmd!r}: {exc.stderr or ''}"
                            "Check network access to PyPI, or delete the directory and retry.") from exc
-    (tmp / _STAMP).write_text(json.dumps({"recipe": RECIPE_VERSION, "requirements": REQUIREMENTS,
-                                          "reference": REFERENCE_PACKAGE}))
+    (tmp / _STAMP).write_text(json.dumps({"recipe": recipe, "requirements": list(requirements),
+                                          "extra": [list(a) for a in extra_installs]}))
     if root.exists():
         shutil.rmtree(root)
     tmp.rename(root)
     # venv scripts hard-code their directory; the interpreter itself is relocatable for `-m`/-c use.
     return refenv_python(root)
+
+
+def ensure_refenv(*, rebuild: bool = False, root: Path = REFENV_DIR, verbose: bool = True) -> Path:
+    """Build the reference environment if needed and return its Python interpreter.
+
+    Idempotent (see :func:`build_pinned_env`): later calls return at once.
+
+    Raises
+    ------
+    RuntimeError
+        When the base interpreter (``python3.11``) is missing or an install step fails, naming
+        the step and the fix.
+    """
+    check = ("import imagecorruptions, numpy, skimage, scipy, cv2, PIL; "
+             "import numpy as np; from imagecorruptions import corrupt; "
+             "x = (np.arange(32*32*3) % 251).astype(np.uint8).reshape(32, 32, 3); "
+             "corrupt(x, corruption_name='gaussian_blur', severity=1); "
+             "corrupt(x, corruption_name='glass_blur', severity=1); "
+             "print('ok')")
+    return build_pinned_env(root, REQUIREMENTS, recipe=RECIPE_VERSION, what="reference environment",
+                            extra_installs=[["--no-deps", REFERENCE_PACKAGE]], shim=_SHIM, check_code=check,
+                            rebuild=rebuild, verbose=verbose)
 
 
 def reference_env() -> dict[str, str]:

@@ -381,7 +381,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep glibc's default malloc settings (by default both sides run with freed "
                         "memory kept for reuse, so page faults of fresh temporaries do not blur the figures)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--cbar", nargs=argparse.REMAINDER, default=None, metavar="ARGS",
+                        help="time the ImageNet-C-bar / CIFAR-10-C-bar corruptions against their reference instead "
+                        "(perf/speed_cbar.py; ARGS go to it, e.g. --cbar --sets cifar10-c-bar)")
     args = parser.parse_args(argv)
+    if args.cbar is not None:
+        from speed_cbar import main as cbar_main
+
+        return cbar_main(args.cbar)
     if not args.default_malloc and any(os.environ.get(k) != v for k, v in MALLOC_ENV.items()):
         # glibc reads these when a process starts: run again with them (the reference
         # subprocess inherits them).

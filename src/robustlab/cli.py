@@ -58,9 +58,10 @@ def _root(
 def corrupt_command(
     src: Path = typer.Argument(..., help="Image folder (flat or class subfolders) or COCO dataset root."),
     dst: Path = typer.Argument(..., help="Output root: DST/<corruption>/<severity>/<relative path>."),
-    corruptions: str = typer.Option("benchmark", "--corruptions", "-c",
-                                    help="Names or subsets, comma-separated (benchmark, all, holdout, noise, "
-                                         "blur, weather, digital, fog, ...). See `robustlab list`."),
+    corruptions: Optional[str] = typer.Option(None, "--corruptions", "-c",
+                                              help="Names or subsets, comma-separated (benchmark, all, holdout, "
+                                                   "noise, blur, weather, digital, fog, c-bar, ...; default "
+                                                   "benchmark, or the --set's own). See `robustlab list`."),
     severities: str = typer.Option("1-5", "--severities", "-s", help="e.g. 1,2,3 or 1-5."),
     seed: int = typer.Option(0, "--seed", help="Base seed; each image gets its own derived seed."),
     profile: str = typer.Option("imagecorruptions", "--profile",
@@ -73,11 +74,15 @@ def corrupt_command(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Skip (and report) source images larger "
                                              "than this many pixels (default 178956970, Pillow's bomb limit)."),
+    release: Optional[str] = typer.Option(None, "--set", help="Write a released set's layout: imagenet-c-bar "
+                                          "(resize 256, crop 224, its 10 corruptions and severity table, folders "
+                                          "named by the severity parameter, e.g. caustic_refraction/2.35/)."),
 ) -> None:
     """Write corrupted copies of a dataset in the ImageNet-C layout (resumable; rerun to continue)."""
     from .corruptions import dataset
 
-    settings = dataset.make_settings(corruptions, severities, seed=seed, profile=profile, format=fmt, quality=quality)
+    settings = dataset.make_settings(corruptions, severities, seed=seed, profile=profile, format=fmt, quality=quality,
+                                     release=release)
     run = dataset.corrupt_dataset_with_progress if progress else dataset.corrupt_dataset
     try:
         summary = run(src, dst, settings, workers=workers, coco_annotations=coco_annotations, max_pixels=max_pixels)
@@ -92,7 +97,8 @@ def corrupt_command(
 @app.command("list")
 def list_command(
     what: str = typer.Argument("corruptions", help="corruptions or profiles."),
-    subset: str = typer.Option("all", "--subset", help="Corruption subset: all, benchmark, holdout or a group."),
+    subset: str = typer.Option("all", "--subset", help="Corruption subset: all, benchmark, holdout, a group, "
+                               "c-bar, imagenet-c-bar or cifar10-c-bar."),
 ) -> None:
     """List the registered corruptions (name, group, set, torch backend parity) or the parameter profiles."""
     from rich.console import Console
@@ -106,14 +112,17 @@ def list_command(
         return
     if what != "corruptions":
         raise unknown_name("list", what, ["corruptions", "profiles"])
+    from .corruptions.cbar import sets_of
     from .corruptions.torch.parity import load_parity, parity_status  # no torch import
 
     parity = load_parity()
     table = Table("name", "group", "set", "faithful seeding", "torch parity")
     for name in list_corruptions(subset):
         c = get_corruption(name)
-        table.add_row(name, c.group, "benchmark" if c.benchmark else "held-out", "yes" if c.seedable else "no",
-                      parity_status(name, parity))
+        cbar = c.group == "c-bar"
+        kind = ", ".join(sets_of(name)) if cbar else ("benchmark" if c.benchmark else "held-out")
+        table.add_row(name, c.group, kind, "yes" if c.seedable else "no",
+                      "no torch kernel (numpy only)" if cbar else parity_status(name, parity))
     Console().print(table)
 
 
@@ -174,13 +183,17 @@ def report_command(
     run: Optional[list[str]] = typer.Option(None, "--run", "-r", help="Only these runs (ids or prefixes; repeatable)."),
     benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "-b", help="Only runs of these benchmarks."),
     title: str = typer.Option("robustlab report", "--title", help="Report title."),
+    reference_points: Optional[Path] = typer.Option(
+        None, "--reference-points", help="CSV of published accuracies of other models for the effective-robustness "
+        "trends: model,original,shifted[,shift] or imagenet-testbed's robustness_top1s.csv."),
 ) -> None:
     """Write one self-contained report (HTML with figures, or Markdown/CSV/JSON) of the stored runs."""
     from .report import write_report
     from .store import open_store
 
     with open_store(store, must_exist=True) as st:
-        path = write_report(st, out, fmt=fmt, runs=run, benchmarks=benchmark, title=title)
+        path = write_report(st, out, fmt=fmt, runs=run, benchmarks=benchmark, title=title,
+                            reference_points=reference_points)
     typer.echo(f"wrote {path}")
 
 
@@ -344,14 +357,17 @@ def evaluate_command(
                                           "(default: CPUs - 1; 0 = none)."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:N."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N samples of each setting."),
-    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c: clean ImageNet val folder "
-                                              "(for clean error and relative mCE)."),
-    clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c: a stored run with clean units."),
+    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c, imagenet-c-bar, natural shifts: "
+                                              "clean ImageNet val folder (clean error, relative mCE, the original "
+                                              "accuracy of effective robustness)."),
+    clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c, imagenet-c-bar, natural shifts: a "
+                                            "stored run with clean units."),
     baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
                                                "imagenet-p: a stored run of a baseline model on the same data "
                                                "(normalises CE / FR / T5D); 'self' for this run."),
-    on_the_fly: bool = typer.Option(False, "--on-the-fly", help="imagenet-c: --data is the clean ImageNet val "
-                                    "folder; corrupt in memory (resize 256, crop 224, corrupt), write no images."),
+    on_the_fly: bool = typer.Option(False, "--on-the-fly", help="imagenet-c, imagenet-c-bar: --data is the clean "
+                                    "ImageNet val folder; corrupt in memory (resize 256, crop 224, corrupt), write "
+                                    "no images."),
     corruption_backend: Optional[str] = typer.Option(None, "--corruption-backend", help="imagenet-c --on-the-fly: "
                                                      "numpy (in the loading workers) or torch (on the model's "
                                                      "device) \\[default: torch on a GPU, else numpy]."),
@@ -450,9 +466,13 @@ def show_command(
                               "(written by `robustlab study`)."),
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    reference_points: Optional[Path] = typer.Option(
+        None, "--reference-points", help="Natural shifts, C-bar: a CSV of published accuracies added to the "
+        "effective-robustness trend (model,original,shifted[,shift] or imagenet-testbed's robustness_top1s.csv)."),
 ) -> None:
     """Show a run's metrics in its family's layout (CE per corruption; FR/T5D per perturbation and
-    difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R), or a study's table."""
+    difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R; effective
+    robustness against the stored runs of the same shift), or a study's table."""
     import json
 
     if Path(run).is_dir():
@@ -464,13 +484,37 @@ def show_command(
     from .engine import load_result
     from .store import open_store
 
+    from .report.effective import show_lines
+
     with open_store(store, must_exist=True) as st:
         result = load_result(st, run)
-    typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
+        trend = [] if as_json or result.status != "complete" else show_lines(st, result,
+                                                                             reference_points=reference_points)
+    typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join([result.table(), *trend]))
     if result.status != "complete":
         typer.echo(f"run {result.run_id} is {result.status}: {result.units_total} unit(s) stored and no metrics yet. "
                    "Run the same `robustlab evaluate` command again to finish it.", err=True)
         raise typer.Exit(1)
+
+
+@app.command("subtypes")
+def subtypes_command(
+    imagenet22k: Path = typer.Argument(..., help="ImageNet-22K copy: <root>/<wnid>/<image> (fall11 layout)."),
+    out: Path = typer.Argument(..., help="Output folder: train.txt, seen.txt, unseen.txt, subtypes.json."),
+    holdout: float = typer.Option(0.2, "--holdout", help="Fraction of the seen subtypes' images held out of "
+                                  "fine-tuning for the seen accuracy."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out split (a hash per image path)."),
+) -> None:
+    """Sort an ImageNet-22K folder into the seen and unseen subtypes of the ImageNet-C paper's 25 broad types."""
+    from .data.subtypes import split_imagenet22k, write_split
+
+    split = split_imagenet22k(imagenet22k, holdout=holdout, seed=seed)
+    dst = write_split(split, out)
+    typer.echo(f"{len(split.seen_wnids)} seen and {len(split.unseen_wnids)} unseen subtypes of 25 broad types "
+               f"({len(split.train)} training, {len(split.seen)} held-out seen, {len(split.unseen)} unseen images; "
+               f"{split.ignored} folders below no broad type) in {dst}\nnext:\n"
+               f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 --train head -o FT\n"
+               f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -o imagenet_top1=<top-1 of MODEL>")
 
 
 # --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------

@@ -10,7 +10,12 @@ that needs one benchmark never pays for the others' dependencies:
 - :mod:`.video` -- ``imagenet-vid-robust``, ``ytbb-robust``, ``video-pmk``: pm-k;
 - :mod:`.detection` -- ``coco-c``, ``voc-c``, ``cityscapes-c``, ``detection-corrupted``,
   ``imagenet-vid-robust-detection``, ``mmdet-results``: P, mPC, rPC, detection pm-k;
-- :mod:`.adversarial` -- ``adversarial-auc``: accuracy over an epsilon grid and R.
+- :mod:`.adversarial` -- ``adversarial-auc``: accuracy over an epsilon grid and R;
+- :mod:`.corruption_bar` -- ``imagenet-c-bar`` (released ImageNet-C-bar / CIFAR-10-C-bar):
+  mean error, CE-bar, mCE-bar;
+- :mod:`.natural_shift` -- ``imagenetv2``, ``imagenet-a``, ``imagenet-r``, ``imagenet-sketch``,
+  ``objectnet``: top-1 / top-5 accuracy with intervals, the effective-robustness pair;
+- :mod:`.subtype` -- ``subtype-robustness``: seen vs unseen subtype accuracy of 25 broad types.
 
 Adding a benchmark touches one file: subclass :class:`robustlab.engine.Benchmark` and decorate
 it with :func:`robustlab.engine.register_benchmark` (see :mod:`robustlab.engine`).
@@ -26,6 +31,10 @@ BUILTIN = {
     "coco-c": "detection", "voc-c": "detection", "cityscapes-c": "detection", "detection-corrupted": "detection",
     "imagenet-vid-robust-detection": "detection", "mmdet-results": "detection",
     "adversarial-auc": "adversarial",
+    "imagenet-c-bar": "corruption_bar",
+    "imagenetv2": "natural_shift", "imagenet-a": "natural_shift", "imagenet-r": "natural_shift",
+    "imagenet-sketch": "natural_shift", "objectnet": "natural_shift",
+    "subtype-robustness": "subtype",
 }
 
 for _name, _module in BUILTIN.items():

@@ -4,6 +4,8 @@ Every source image ``<rel>`` (its path relative to SRC) and every selected (corr
 severity) give one *work item* and one output file::
 
     DST/<corruption>/<severity>/<rel>                 the ImageNet-C layout
+    DST/<corruption>/<parameter>/<rel>                a released layout named by ``release``
+                                                      (``imagenet-c-bar``: ``2.35``, see below)
     DST/<corruption>/<severity>/annotations/...json   COCO: the annotation file, alongside
     DST/robustlab-corrupt.json                        settings and the summary of the last run
 
@@ -22,6 +24,10 @@ Guarantees:
 - **One run per destination.** A run holds a lock on DST; a second run into it stops at once
   and names the process holding it. DST may lie inside SRC: it (and any other robustlab output
   tree or store inside SRC) is never read back as input.
+
+``release="imagenet-c-bar"`` writes ImageNet-C-bar as ``make_imagenet_c_bar.py`` does: each image
+resized (shorter side 256, bilinear) and centre-cropped to 224 first, the ImageNet-C-bar
+corruptions and severity table, severity folders named by the severity parameter (``{:.2f}``).
 
 Encoding: JPEG (``quality`` 85 by default, as the released ImageNet-C) or lossless PNG. An
 output keeps its source's file name unless the extension contradicts the encoding
@@ -57,6 +63,8 @@ SUMMARY_NAME = "robustlab-corrupt.json"
 FORMAT_EXTENSIONS = {"jpeg": (".jpg", ".jpeg"), "png": (".png",)}
 #: Settings that must match to resume into an existing DST (they change the pixels).
 RESUME_KEYS = ("seed", "profile", "format", "quality")
+#: Released layouts ``release`` can name: their corruption set and the profile of their table.
+RELEASES = {"imagenet-c-bar": ("imagenet-c-bar", "imagenet-c")}
 #: How many tasks per worker are kept queued (bounds memory on huge datasets).
 QUEUE_PER_WORKER = 4
 
@@ -77,6 +85,8 @@ class CorruptSettings:
     format: str = "jpeg"
     #: JPEG quality 1..100; None for PNG.
     quality: int | None = 85
+    #: A released layout to write (:data:`RELEASES`), or None for the ImageNet-C layout.
+    release: str | None = None
 
 
 def parse_severities(spec: str | int | Iterable[int]) -> tuple[int, ...]:
@@ -115,14 +125,34 @@ def check_format(fmt: str) -> str:
     return norm
 
 
-def make_settings(corruptions: str | Iterable[str] = "benchmark", severities: str | Iterable[int] = "1-5",
+def make_settings(corruptions: str | Iterable[str] | None = "benchmark", severities: str | Iterable[int] = "1-5",
                   *, seed: int = 0, profile: str = "imagecorruptions", format: str = "jpeg",
-                  quality: int = 85) -> CorruptSettings:
+                  quality: int = 85, release: str | None = None) -> CorruptSettings:
     """Validate a user's choices into :class:`CorruptSettings`.
 
-    ``corruptions``: names and subsets (``"noise,fog"``, ``"benchmark"``, ``"all"``);
-    ``severities``: see :func:`parse_severities`; ``format``: ``jpeg`` or ``png``.
+    ``corruptions``: names and subsets (``"noise,fog"``, ``"benchmark"``, ``"all"``; None: the
+    release's set, else ``benchmark``); ``severities``: see :func:`parse_severities`; ``format``:
+    ``jpeg`` or ``png``; ``release``: a released layout of :data:`RELEASES` (its corruptions must
+    be the set's; ``profile`` becomes the set's).
     """
+    if release is not None:
+        from ..errors import unknown_name
+
+        if release not in RELEASES:
+            raise unknown_name("released layout", release, list(RELEASES))
+        set_name, set_profile = RELEASES[release]
+        corruptions = set_name if corruptions is None else corruptions
+        chosen = resolve_corruptions(corruptions if isinstance(corruptions, str) else list(corruptions))
+        foreign = [c for c in chosen if c not in resolve_corruptions(set_name)]
+        if foreign:
+            raise InputError(f"--set {release} writes only its own corruptions ({', '.join(resolve_corruptions(set_name))}); "
+                             f"leave out {', '.join(foreign)}.")
+        if profile not in ("imagecorruptions", set_profile):
+            raise InputError(f"--set {release} uses its own severity table (profile {set_profile}); leave out "
+                             f"--profile {profile}.")
+        profile = set_profile
+    elif corruptions is None:
+        corruptions = "benchmark"
     fmt = check_format(format)
     if fmt == "jpeg" and not (isinstance(quality, int) and 1 <= quality <= 100):
         raise InputError(f"JPEG quality {quality!r} is out of range: use 1..100 (ImageNet-C used 85).")
@@ -130,7 +160,27 @@ def make_settings(corruptions: str | Iterable[str] = "benchmark", severities: st
         raise InputError(f"seed {seed!r} is out of range: give an integer in [0, 2**32).")
     return CorruptSettings(tuple(resolve_corruptions(corruptions if isinstance(corruptions, str) else list(corruptions))),
                            parse_severities(severities), seed, check_profile(profile), fmt,
-                           quality if fmt == "jpeg" else None)
+                           quality if fmt == "jpeg" else None, release)
+
+
+def severity_dir(corruption: str, severity: int, release: str | None = None) -> str:
+    """The folder name of ``severity`` of ``corruption``: ``"3"``, or in a released layout its
+    name there (ImageNet-C-bar: the severity parameter, ``"4.90"``)."""
+    if release is None:
+        return str(severity)
+    from .cbar.tables import severity_folder, severity_parameter
+
+    return severity_folder(severity_parameter(corruption, severity, RELEASES[release][1]))
+
+
+def release_geometry(release: str | None):
+    """The picklable uint8 HxWx3 -> uint8 resize-and-crop a released layout applies before
+    corrupting (ImageNet-C-bar: shorter side 256, bilinear, centre crop 224), or None."""
+    if release is None:
+        return None
+    from ..models.preprocessing import Preprocessing
+
+    return Preprocessing(resize=256, crop=224, interpolation="bilinear").prepare_image
 
 
 # --- work items and paths ------------------------------------------------------------------
@@ -152,9 +202,10 @@ def output_relative(relative: PurePosixPath | str, fmt: str) -> PurePosixPath:
     return rel if rel.suffix.lower() in keep else rel.with_suffix(keep[0])
 
 
-def output_path(dst: str | os.PathLike, item: WorkItem, fmt: str) -> Path:
-    """``DST/<corruption>/<severity>/<relative path>`` of ``item``."""
-    return Path(dst, item.corruption, str(item.severity), *output_relative(item.relative, fmt).parts)
+def output_path(dst: str | os.PathLike, item: WorkItem, fmt: str, release: str | None = None) -> Path:
+    """``DST/<corruption>/<severity>/<relative path>`` of ``item`` (severity folder: :func:`severity_dir`)."""
+    return Path(dst, item.corruption, severity_dir(item.corruption, item.severity, release),
+                *output_relative(item.relative, fmt).parts)
 
 
 def item_seed(seed: int, item: WorkItem) -> int:
@@ -177,12 +228,12 @@ def _is_stale_tmp(name: str) -> bool:
     return name.startswith(".") and name.endswith(TMP_SUFFIX)
 
 
-def existing_outputs(dst: str | os.PathLike, corruption: str, severity: int) -> set[str]:
+def existing_outputs(dst: str | os.PathLike, corruption: str, severity: int, release: str | None = None) -> set[str]:
     """Relative paths (``/``-separated) of finished files in ``DST/<corruption>/<severity>``.
 
     Temporary files left by a killed run are deleted on the way (they are never complete).
     """
-    base = Path(dst, corruption, str(severity))
+    base = Path(dst, corruption, severity_dir(corruption, severity, release))
     found: set[str] = set()
     for dirpath, _dirs, files in os.walk(base):
         rel_dir = Path(dirpath).relative_to(base).as_posix()
@@ -204,7 +255,7 @@ def pending_mask(dst: str | os.PathLike, images: Sequence[PurePosixPath], settin
     mask = np.ones((len(images), len(settings.corruptions), len(settings.severities)), dtype=bool)
     for ci, c in enumerate(settings.corruptions):
         for si, sev in enumerate(settings.severities):
-            done = [index[name] for name in existing_outputs(dst, c, sev) if name in index]
+            done = [index[name] for name in existing_outputs(dst, c, sev, settings.release) if name in index]
             mask[done, ci, si] = False
     return mask
 
@@ -230,6 +281,9 @@ def run_task(task: Task) -> TaskResult:
     try:
         image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
                             min_size=MIN_SIZE)
+        geometry = release_geometry(s.release)
+        if geometry is not None:
+            image = geometry(image)
     except RobustlabError as exc:
         return TaskResult(task.relative, 0, len(task.severities), "unreadable", str(exc))
     written = 0
@@ -241,7 +295,7 @@ def run_task(task: Task) -> TaskResult:
             data = encode_image(out, s.format, quality=s.quality or 85)
             # Atomic rename without fsync (as data.images.write_image): a killed process never
             # leaves a truncated file; an fsync per image would dominate the run time.
-            with atomic_path(output_path(task.dst, item, s.format)) as tmp:
+            with atomic_path(output_path(task.dst, item, s.format, s.release)) as tmp:
                 tmp.write_bytes(data)
         except DataError:
             raise  # the destination failed (disk full, permissions): stop the run, it is not this image
@@ -297,7 +351,7 @@ def remove_outputs_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
         return 0
     removed = 0
     for corruption in (e for e in os.scandir(dst) if e.is_dir() and not e.name.startswith(".")):
-        for severity in (e for e in os.scandir(corruption.path) if e.is_dir() and e.name.isdigit()):
+        for severity in (e for e in os.scandir(corruption.path) if e.is_dir() and e.name.replace(".", "", 1).isdigit()):
             for rel in relatives:
                 target = Path(severity.path, *output_relative(rel, fmt).parts)
                 if target.is_file():
@@ -307,7 +361,8 @@ def remove_outputs_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
 
 
 def _check_resume(dst: Path, settings: CorruptSettings) -> None:
-    check_resume(dst, SUMMARY_NAME, settings, RESUME_KEYS, what="outputs")
+    # a released layout changes the pixels too (geometry, table) and the folder names
+    check_resume(dst, SUMMARY_NAME, settings, (*RESUME_KEYS, "release"), what="outputs")
 
 
 def _write_summary(dst: Path, summary: CorruptSummary) -> Path:
@@ -342,7 +397,7 @@ def _write_annotations(dst: Path, dataset: ImageDataset, settings: CorruptSettin
     for c in settings.corruptions:
         for s in settings.severities:
             for rel, data in files.items():
-                target = Path(dst, c, str(s), *rel.parts)
+                target = Path(dst, c, severity_dir(c, s, settings.release), *rel.parts)
                 if not target.is_file() or target.read_bytes() != data:  # missing, or from changed annotations
                     atomic_write_bytes(target, data)
 

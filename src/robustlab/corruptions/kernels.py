@@ -7,5 +7,6 @@ of a run (where an interrupt could land inside numba's loading).
 """
 
 from . import blur, digital, noise, weather  # noqa: F401  (registers the kernels)
+from .cbar import kernels as cbar  # noqa: F401  (ImageNet-C-bar / CIFAR-10-C-bar)
 
-__all__ = ["blur", "digital", "noise", "weather"]
+__all__ = ["blur", "cbar", "digital", "noise", "weather"]

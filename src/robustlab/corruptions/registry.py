@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InputError, unknown_name
 from ..registry import Registry
+from .cbar.tables import CBAR_ORDER, SETS as CBAR_SETS
 
 Kernel = Callable[[np.ndarray, int, np.random.RandomState, str], np.ndarray]
 
@@ -81,19 +82,29 @@ BUILTIN: dict[str, tuple[str, bool, str]] = {
 for _name, (_group, _benchmark, _module) in BUILTIN.items():
     CORRUPTIONS.add_lazy(_name, f"{__package__}.{_module}")
 
+#: Groups outside ImageNet-C's 19, each in its own order; never part of ``all``, ``benchmark`` or
+#: ``holdout``. ``c-bar``: ImageNet-C-bar and CIFAR-10-C-bar (:mod:`.cbar`); their released sets
+#: (``imagenet-c-bar``, ``cifar10-c-bar``) are subsets too.
+EXTRA_GROUPS: dict[str, tuple[str, ...]] = {"c-bar": CBAR_ORDER}
+EXTRA_SUBSETS: dict[str, tuple[str, ...]] = {name: tuple(table) for name, table in CBAR_SETS.items()}
+for _name in CBAR_ORDER:
+    CORRUPTIONS.add_lazy(_name, f"{__package__}.cbar.kernels")
+
 
 def corruption_group(name: str) -> tuple[str, bool]:
     """``(group, in the benchmark set)`` of a corruption, without importing its kernel when built in."""
     if name in BUILTIN:
         return BUILTIN[name][:2]
+    if name in CBAR_ORDER:
+        return "c-bar", True
     c = CORRUPTIONS.get(name)
     return c.group, c.benchmark
 
 
 def register(name: str, *, group: str, benchmark: bool, seedable: bool = True) -> Callable[[Kernel], Kernel]:
     """Decorator registering ``kernel`` under ``name``."""
-    if group not in GROUPS:
-        raise InputError(f"unknown corruption group {group!r}; use one of {GROUPS}.")
+    if group not in GROUPS and group not in EXTRA_GROUPS:
+        raise InputError(f"unknown corruption group {group!r}; use one of {GROUPS + tuple(EXTRA_GROUPS)}.")
     if name in BUILTIN and BUILTIN[name][:2] != (group, benchmark):
         raise InputError(f"corruption {name!r} is registered as ({group}, benchmark={benchmark}) but the built-in "
                          f"table says {BUILTIN[name][:2]}; keep registry.BUILTIN in step with the kernel.")
@@ -133,7 +144,11 @@ def list_corruptions(subset: str = "all") -> list[str]:
         return [n for n in known if not corruption_group(n)[1]]
     if subset in GROUPS:
         return [n for n in known if corruption_group(n)[0] == subset]
-    raise unknown_name("corruption subset", subset, [*SUBSET_ALIASES, *GROUPS])
+    extra = {**EXTRA_GROUPS, **EXTRA_SUBSETS}
+    if subset in extra:
+        order = EXTRA_GROUPS[corruption_group(extra[subset][0])[0]]
+        return [n for n in order if n in extra[subset] and n in CORRUPTIONS]
+    raise unknown_name("corruption subset", subset, [*SUBSET_ALIASES, *GROUPS, *extra])
 
 
 def resolve_corruptions(spec: str | list[str] | tuple[str, ...]) -> list[str]:
@@ -147,12 +162,12 @@ def resolve_corruptions(spec: str | list[str] | tuple[str, ...]) -> list[str]:
     for item in (i.strip() for i in items):
         if not item:
             continue
-        if item in SUBSET_ALIASES or item in GROUPS:
+        if item in SUBSET_ALIASES or item in GROUPS or item in EXTRA_GROUPS or item in EXTRA_SUBSETS:
             chosen.update(list_corruptions(item))
-        elif item in BUILTIN:
+        elif item in BUILTIN or item in CBAR_ORDER:
             chosen.add(item)
         else:
             chosen.add(get_corruption(item).name)
     if not chosen:
         raise InputError("no corruption selected: give names or a subset such as 'benchmark' or 'all'.")
-    return [n for n in CANONICAL_ORDER if n in chosen]
+    return [n for n in CANONICAL_ORDER + CBAR_ORDER if n in chosen]

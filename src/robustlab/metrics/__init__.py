@@ -147,6 +147,10 @@ _EXPORTS = {
         ".under_corruption",
     ),
     **dict.fromkeys(("cohen_kappa", "cohen_kappa_from_table", "fleiss_kappa", "rating_counts"), ".agreement"),
+    **dict.fromkeys(("CBarSummary", "PUBLISHED_CBAR_ERRORS", "cbar_summary", "get_cbar_baseline", "mce_bar"),
+                    ".corruption_bar"),
+    **dict.fromkeys(("EffectiveRobustness", "ReferencePoint", "effective_robustness", "fit_trend",
+                     "read_reference_points", "trend_or_reason"), ".effective_robustness"),
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -30,9 +30,11 @@ class Section:
 
 @dataclass(frozen=True)
 class ReportContext:
-    """What section builders may read besides the results: the open store (None: results only)."""
+    """What section builders may read besides the results: the open store (None: results only), and
+    a CSV of published accuracies of other models for the effective-robustness trends (None: none)."""
 
     store: Any = None
+    reference_points: Any = None
 
 
 SectionBuilder = Callable[[Sequence, ReportContext], Section]
@@ -40,7 +42,8 @@ FAMILIES: dict[str, str] = {"imagenet-c": "corruption", "corrupted": "corruption
 BUILDERS: dict[str, SectionBuilder] = {}
 #: ``{family: fn(result) -> [headline part, ...]}`` for the summary table (see render.headline).
 HEADLINES: dict[str, Callable[[Any], list[str]]] = {}
-ORDER = ["corruption", "perturbation", "video", "adversarial", "detection", "generic"]
+ORDER = ["corruption", "corruption-bar", "natural-shift", "perturbation", "video", "adversarial", "detection",
+         "subtype", "generic"]
 
 
 def register_section(family: str, benchmarks: Sequence[str]) -> Callable[[SectionBuilder], SectionBuilder]:
@@ -145,13 +148,13 @@ def short_path(path: str, width: int = 36) -> str:
 
 def accuracy_scatter(key: str, title: str, points: dict, xlabel: str, ylabel: str) -> F.Figure:
     """Clean vs shifted accuracy per model, with a least-squares fit across models when 3 or more."""
-    from ..metrics.stats import linear_fit
+    from ..metrics.effective_robustness import fit_trend
 
     fit = None
     if len(points) >= 3:
         xs = [p[0] for p in points.values()]
         try:
-            fit = linear_fit(xs, [p[1] for p in points.values()])
+            fit = fit_trend(xs, [p[1] for p in points.values()], transform="linear")
         except InputError:
             fit = None
     caption = ("Each point is a model, with exact 95% Clopper-Pearson intervals; the dotted line is no drop"

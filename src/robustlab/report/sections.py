@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from . import section_adversarial, section_corruption, section_detection, section_perturbation, section_video  # noqa: F401  (register)
 from . import section_interventions  # noqa: F401  (registers a comparison across families)
+from . import section_shifts  # noqa: F401  (C-bar; effective robustness across families)
 from .section_base import (BUILDERS, COMPARISONS, FAMILIES, HEADLINES, ORDER, ReportContext, Section, family_of, label,
                            merge_notes, register_comparison, register_headline, register_section, run_labels)
 

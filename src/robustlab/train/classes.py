@@ -5,6 +5,8 @@
 - ``vid30`` (or ``vid``): the 30 ImageNet-VID classes in VID index order (airplane ... zebra), as
   in ImageNet-Vid-Robust's fine-tuning and its Appendix J (training on the ILSVRC images of
   those 30 classes);
+- ``subtypes25``: the 25 broad WordNet types of the ImageNet-C paper's subtype experiment
+  (:mod:`robustlab.data.subtypes`);
 - WordNet noun wnids (``n02084071``) or names (``dog``, ``domestic_cat``), comma-separated:
   any synset of the shipped ILSVRC-1k hierarchy (the 1,000 classes and all their hypernyms);
   a named subset may be one of the items (``vid30,n01440764``).
@@ -22,11 +24,13 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..data.subtypes import SUBTYPE_CLASSES
 from ..data.wordnet import VID_CLASSES, class_index_map, ilsvrc_wnids, imagenet_indices_below, synset_names
 from ..errors import InputError
 
 #: Named subsets accepted by ``--classes``: (name, synset) in index order.
-NAMED_SUBSETS: dict[str, tuple[tuple[str, str], ...]] = {"vid30": VID_CLASSES, "vid": VID_CLASSES}
+NAMED_SUBSETS: dict[str, tuple[tuple[str, str], ...]] = {"vid30": VID_CLASSES, "vid": VID_CLASSES,
+                                                         "subtypes25": SUBTYPE_CLASSES}
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ def finetune_command(
                               "(pmsets.json + labels.json) or a listing .txt."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (checkpoint, then model.pt + finetuned.json)."),
     epochs: int = typer.Option(1, "--epochs", help="Passes over the data."),
-    classes: Optional[str] = typer.Option(None, "--classes", help="Class subset: vid30, or WordNet wnids/names "
-                                          "(comma-separated); the head is resized to it."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="Class subset: vid30, subtypes25, or WordNet "
+                                          "wnids/names (comma-separated); the head is resized to it."),
     augment: Optional[str] = typer.Option(None, "--augment", help="paper-noise (one of 6 ImageNet-C noises per "
                                           "image), a corruption subset or names; default none."),
     severities: str = typer.Option("1-5", "--severities", help="Augmentation severities, e.g. 1-5 or 3."),

@@ -1,0 +1,310 @@
+"""Benchmark ``imagenet-c-bar``: the released ImageNet-C-bar folders or CIFAR-10-C-bar arrays
+(or ImageNet-C-bar made in memory from clean ImageNet val), with the paper's mean error, CE-bar
+and mCE-bar (:mod:`robustlab.metrics.corruption_bar`).
+
+Settings are ``"<corruption>/<severity 1..5>"`` and ``"clean"``; units ``"<setting>/shard-NNNN"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..corruptions.cbar.released import CBarLayout, discover_cbar
+from ..corruptions.cbar.tables import SETS, severity_folder
+from ..corruptions.dataset import parse_severities
+from ..corruptions.registry import resolve_corruptions
+from ..data.classification import (PreparedSamples, class_folders, corrupt_on_the_fly, read_cifar_c,
+                                   read_image_folder, resolve_class_map)
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.classification import error_rows, setting_counts
+from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
+from ..errors import DataError, InputError
+from ..metrics.corruption import CorruptionBaseline, corruption_errors
+from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
+from .corruption import CLEAN, SELF, baseline_from_run, imagenet_c_geometry, related_corruption_runs
+
+N_SEVERITIES = 5
+#: Options of ``imagenet-c-bar`` (for the message on an unknown one).
+OPTIONS = ("corruptions, severities, class_map, clean_data, clean_run, limit, classes_per_unit, shard_size, "
+           "baseline, baseline_run, top_k, save_logits, on_the_fly, seed")
+
+
+def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
+    """``classes`` in consecutive blocks of ``per_unit`` (one block when None)."""
+    if not per_unit:
+        return [classes]
+    return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
+
+
+def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
+                 clean_predictions: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+                 baseline: CorruptionBaseline | None = None) -> list[MetricRow]:
+    """Error per setting; per corruption its mean error and CE-bar; over the set the mean error
+    (the paper's number), mCE-bar and the mean corruption accuracy (``_subset`` names when some of the
+    set's corruptions are missing). Fractions / ratios."""
+    setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
+    counts = setting_counts(predictions, setting_of)
+    if clean_predictions:
+        clean = setting_counts(clean_predictions, {u: CLEAN for u in clean_predictions})
+        if CLEAN in clean:
+            counts[CLEAN] = clean[CLEAN]
+    rows = list(error_rows(counts))
+    error = {s: e1 / n for s, (n, e1, _) in counts.items() if n}
+    if CLEAN in error:
+        rows.append(("clean_error", "", error[CLEAN]))
+    means: dict[str, float] = {}
+    for c in config["corruptions"]:
+        errs = [error.get(f"{c}/{s}") for s in range(1, N_SEVERITIES + 1)]
+        if all(e is not None for e in errs):
+            means[c] = float(np.mean(errs))
+            rows.append(("mean_error", c, means[c]))
+    if not means:
+        return rows
+    base = baseline or get_cbar_baseline(config["set"], config["baseline"])
+    ce = {c: corruption_errors({c: means[c]}, baseline=base)[c] for c in means if base.errors.get(c, 0) > 0}
+    rows.extend(("ce_bar", c, v) for c, v in ce.items())
+    members = CBAR_SETS[config["set"]]
+    done = [c for c in members if c in means]
+    suffix = "" if len(done) == len(members) else "_subset"
+    rows.append((f"mean_error_bar{suffix}", "", float(np.mean([means[c] for c in done]))))
+    rows.append((f"mean_corruption_accuracy{suffix}", "", float(np.mean([1 - means[c] for c in done]))))
+    with_ce = [c for c in members if c in ce]
+    if with_ce:
+        rows.append((f"mce_bar{'' if len(with_ce) == len(members) else '_subset'}", "",
+                     float(np.mean([ce[c] for c in with_ce]))))
+    return rows
+
+
+def first_present(mapping: Mapping[str, Any], *keys: str) -> Any:
+    """The value of the first of ``keys`` in ``mapping`` (None if none)."""
+    return next((mapping[k] for k in keys if mapping.get(k) is not None), None)
+
+
+def cbar_baseline_text(config: Mapping[str, Any]) -> str:
+    """What CE-bar divides by, for the summary and ``show``."""
+    run = config.get("baseline_run")
+    if run == SELF:
+        return "this run itself (CE-bar = 100 by construction)"
+    if run:
+        return f"stored run {run} on the same data"
+    return get_cbar_baseline(config["set"], config["baseline"]).source
+
+
+@register_benchmark
+class ImageNetCBar(Benchmark):
+    """ImageNet-C-bar (``<root>/<corruption>/<severity parameter or 1..5>/<wnid>/<file>``) or
+    CIFAR-10-C-bar (``<root>/<corruption>.npy`` + ``labels.npy``), see
+    :mod:`robustlab.corruptions.cbar.released`.
+
+    Options: ``corruptions`` (default: the set's corruptions present), ``severities`` (1-5),
+    ``class_map`` (auto), ``clean_data`` (a clean ImageNet val folder, evaluated as setting
+    ``clean``), ``clean_run`` (a stored run with clean units), ``limit``, ``classes_per_unit``
+    (100), ``shard_size`` (CIFAR rows per unit, 10000), ``baseline`` (``paper-baseline``: the
+    paper's ResNet-50 / WRN-40-2 errors) or ``baseline_run`` (a stored run of a baseline model on
+    the same data; ``self``), ``top_k``, ``save_logits``. ``on_the_fly=True``: the data is the
+    clean ImageNet val folder and ImageNet-C-bar is made in memory as the reference's
+    ``test_c_bar.py`` does (resize 256, centre crop 224, corrupt; no JPEG), each image with seed
+    ``derive_seed(seed, sample_id, corruption, severity)`` (``seed`` 0), clean images evaluated as
+    ``clean``.
+    """
+
+    name = "imagenet-c-bar"
+
+    def __init__(self) -> None:
+        self._layouts: dict[str, CBarLayout] = {}
+
+    def _layout(self, root: str) -> CBarLayout:
+        if root not in self._layouts:
+            self._layouts[root] = discover_cbar(root)
+        return self._layouts[root]
+
+    def configure(self, data: str, *, corruptions=None, severities=None, class_map=None, clean_data=None,
+                  clean_run=None, limit=None, classes_per_unit=100, shard_size=10000, baseline="paper-baseline",
+                  baseline_run=None, top_k=5, save_logits=False, on_the_fly=False, seed=None,
+                  **other: Any) -> dict[str, Any]:
+        reject_unknown(self.name, other, OPTIONS)
+        root = Path(data).expanduser().resolve()
+        sev = list(parse_severities(severities if severities is not None else "1-5"))
+        common = {"severities": sev, "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+                  "save_logits": bool(save_logits), "baseline": baseline, "baseline_run": baseline_run}
+        if on_the_fly:
+            if clean_data is not None or clean_run is not None:
+                raise InputError("with --on-the-fly the data folder holds the clean images and they are evaluated as "
+                                 "setting 'clean': leave out --clean-data and --clean-run.")
+            chosen = self._chosen("imagenet-c-bar", corruptions, list(SETS["imagenet-c-bar"]))
+            get_cbar_baseline("imagenet-c-bar", baseline)
+            config = {"data": str(root), "layout": "on-the-fly", "set": "imagenet-c-bar", "corruptions": chosen,
+                      "seed": check_seed(0 if seed is None else seed), "profile": "imagenet-c",
+                      "class_map": class_map_config(class_map), "clean_data": None, "clean_run": None,
+                      "classes_per_unit": check_positive("classes_per_unit", classes_per_unit), **common}
+            _, names = resolve_class_map(class_folders(root), config["class_map"])
+            config["num_classes"] = len(names)
+            return config
+        if seed is not None:
+            raise InputError("seed applies to --on-the-fly evaluation; the released C-bar files are already corrupted.")
+        layout = self._layout(str(root))
+        chosen = self._chosen(layout.set_name, corruptions, list(layout.folders))
+        for c in chosen:
+            missing = [s for s in sev if s not in layout.folders.get(c, {})]
+            if missing:
+                param = SETS[layout.set_name][c][missing[0] - 1]
+                raise DataError(f"{layout.root} has no {c} at severity {missing[0]} (folder "
+                                f"{c}/{severity_folder(param)}); download it or leave it out with --corruptions/"
+                                "--severities.")
+        if clean_data is not None and clean_run is not None:
+            raise InputError("give either clean_data (a folder) or clean_run (a stored run id), not both.")
+        get_cbar_baseline(layout.set_name, baseline)
+        config = {"data": str(layout.root), "layout": layout.kind, "set": layout.set_name, "corruptions": chosen,
+                  "clean_data": str(Path(clean_data).expanduser().resolve()) if clean_data is not None else None,
+                  "clean_run": clean_run, **common}
+        if layout.kind == "cifar":
+            config["shard_size"] = check_positive("shard_size", shard_size)
+            config["num_classes"] = 10
+            return config
+        config["class_map"] = class_map_config(class_map)
+        config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
+        first = layout.folders[chosen[0]][sev[0]]
+        _, names = resolve_class_map(class_folders(first), config["class_map"])
+        config["num_classes"] = len(names)
+        return config
+
+    @staticmethod
+    def _chosen(set_name: str, corruptions, available: list[str]) -> list[str]:
+        members = SETS[set_name]
+        if corruptions is None:
+            return [c for c in CBAR_SETS[set_name] if c in available]
+        chosen = resolve_corruptions(corruptions)
+        foreign = [c for c in chosen if c not in members]
+        if foreign:
+            raise InputError(f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not in {set_name} "
+                             f"({', '.join(members)}).")
+        absent = [c for c in chosen if c not in available]
+        if absent:
+            raise DataError(f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not in the data "
+                            f"(found: {', '.join(available)}); download or leave out with --corruptions.")
+        return chosen
+
+    def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
+        return related_corruption_runs(config)
+
+    def plan(self, config: Mapping[str, Any]):
+        settings = [f"{c}/{s}" for c in config["corruptions"] for s in config["severities"]]
+        if config["layout"] == "cifar":
+            layout = self._layout(config["data"])
+            for setting in settings:
+                c, s = setting.split("/")
+                n = len(read_cifar_c(layout.root, c, int(s), limit=config["limit"]))
+                for k, start in enumerate(range(0, n, config["shard_size"])):
+                    yield Unit(f"{setting}/shard-{k:04d}", setting,
+                               {"start": start, "stop": min(n, start + config["shard_size"])})
+            return
+        per_unit = None if config["limit"] else config["classes_per_unit"]
+        if config["layout"] == "on-the-fly":
+            blocks = class_blocks(class_folders(config["data"]), per_unit)
+            for setting in [CLEAN] + settings:
+                for k, block in enumerate(blocks):
+                    yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": config["data"], "classes": block})
+            return
+        layout = self._layout(config["data"])
+        for setting in settings:
+            c, s = setting.split("/")
+            folder = layout.folders[c][int(s)]
+            for k, block in enumerate(class_blocks(class_folders(folder), per_unit)):
+                yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(folder), "classes": block})
+        if config.get("clean_data"):
+            for k, block in enumerate(class_blocks(class_folders(config["clean_data"]), per_unit)):
+                yield Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block})
+
+    def samples(self, config: Mapping[str, Any], unit: Unit):
+        if config["layout"] == "cifar":
+            c, s = unit.setting.split("/")
+            return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
+                unit.params["start"], unit.params["stop"])
+        images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
+                                   limit=config["limit"])
+        if config["layout"] != "on-the-fly":
+            return images
+        images = PreparedSamples(images, imagenet_c_geometry())
+        if unit.setting == CLEAN:
+            return images
+        c, s = unit.setting.split("/")
+        return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
+
+    def metrics(self, config, predictions, related=None) -> list[MetricRow]:
+        clean = None
+        if related and "clean_run" in related:
+            clean = {u: cols for u, cols in related["clean_run"].items() if u.startswith(f"{CLEAN}/")}
+            if not clean:
+                raise DataError(f"stored run {config['clean_run']} has no clean units; give --clean-data instead.")
+        baseline = None
+        if config.get("baseline_run") == SELF:
+            baseline = baseline_from_run(config, predictions)
+        elif related and "baseline_run" in related:
+            baseline = baseline_from_run(config, related["baseline_run"])
+        return cbar_metrics(config, predictions, clean, baseline)
+
+    def notes(self, config, metrics) -> list[str]:
+        names = {(m, s) for m, s, _ in metrics}
+        notes = []
+        if config.get("layout") == "on-the-fly":
+            notes.append(f"ImageNet-C-bar made in memory from {config['data']} (resize 256, centre crop 224, corrupt, "
+                         f"seed {config['seed']}), as the reference's test_c_bar.py: unlike the released files the "
+                         "images are not JPEG-compressed and each has its own seed, so errors are close to, not "
+                         "identical with, those on the released set.")
+        if ("mce_bar", "") not in names and any(m == "mean_error" for m, _, _ in metrics):
+            members = CBAR_SETS[config["set"]]
+            missing = [c for c in members if ("mean_error", c) not in names]
+            notes.append(f"the {config['set']} numbers need its 10 corruptions at severities 1-5; missing "
+                         f"{', '.join(missing)}: the _subset values average the complete ones.")
+        if config.get("baseline_run") is None and config.get("baseline") == "paper-baseline":
+            notes.append("CE-bar and mCE-bar divide by the per-corruption errors of the paper's plainly trained "
+                         "baseline (Mintun et al. 2021, Table 2); the paper publishes no AlexNet errors on the -bar "
+                         "sets. Its headline number is the mean error.")
+        if ("clean_error", "") not in names:
+            notes.append("no clean error: give --clean-data <clean val folder> or --clean-run <run id> "
+                         "(needed for the clean-vs-shifted and effective-robustness figures).")
+        return notes
+
+    def summary(self, config, metrics) -> dict[str, Any]:
+        table = {(m, s): v for m, s, v in metrics}
+        corruptions = {c: {"errors": {str(s): table.get(("error", f"{c}/{s}")) for s in config["severities"]},
+                           "mean_error": table.get(("mean_error", c)), "ce_bar": table.get(("ce_bar", c))}
+                       for c in config["corruptions"]}
+        out: dict[str, Any] = {"set": config["set"], "clean_error": table.get(("clean_error", "")),
+                               "corruptions": corruptions, "ce_baseline": cbar_baseline_text(config)}
+        for key in ("mean_error_bar", "mce_bar", "mean_corruption_accuracy"):
+            for name in (key, f"{key}_subset"):
+                if table.get((name, "")) is not None:
+                    out[name] = table[(name, "")]
+        shifted = first_present(out, "mean_corruption_accuracy", "mean_corruption_accuracy_subset")
+        if out["clean_error"] is not None and shifted is not None:
+            subset = "mean_corruption_accuracy" not in out  # only runs of the same corruptions share a trend
+            shift = config["set"] + (f" [{', '.join(config['corruptions'])}]" if subset else "")
+            out["accuracy_pair"] = {"shift": shift, "original_set": "clean images", "original":
+                                    1 - out["clean_error"], "original_n": int(table.get(("n_samples", CLEAN), 0)) or None,
+                                    "shifted": shifted, "shifted_n": None}
+        return out
+
+    def text(self, config, summary, metrics) -> list[str]:
+        from ..engine.report import pct, text_table
+
+        sev = list(config.get("severities", []))
+        rows = [[name, pct(row.get("ce_bar"))] + [pct(row["errors"].get(str(s))) for s in sev]
+                + [pct(row.get("mean_error"))] for name, row in (summary.get("corruptions") or {}).items()]
+        lines = [f"{summary.get('set', config.get('set'))}: errors and CE-bar (%)"]
+        lines += text_table(["corruption", "CE-bar"] + [f"s{s}" for s in sev] + ["mean"], rows, first_width=32)
+        lines.append("")
+        labels = {"clean_error": "clean error", "mean_error_bar": "mean error (paper's number)",
+                  "mean_error_bar_subset": "mean error (subset)", "mce_bar": "mCE-bar", "mce_bar_subset": "mCE-bar (subset)",
+                  "mean_corruption_accuracy": "mean corruption accuracy",
+                  "mean_corruption_accuracy_subset": "mean corruption accuracy (subset)"}
+        for key, text in labels.items():
+            if summary.get(key) is not None:
+                lines.append(f"{text:<34}{pct(summary[key]):>7}")
+        if summary.get("ce_baseline"):
+            lines.append(f"{'CE-bar normalised by':<34}{summary['ce_baseline']}")
+        return lines

@@ -1,0 +1,155 @@
+"""Benchmark ``subtype-robustness``: a classifier fine-tuned on the seen subtypes of 25 broad WordNet
+types, evaluated on held-out images of those seen subtypes and on the unseen (ImageNet-22K only)
+ones (:mod:`robustlab.data.subtypes`; ImageNet-C paper, appendix).
+
+The data is a split folder written by ``robustlab subtypes IMAGENET22K OUT`` (``subtypes.json``,
+``seen.txt``, ``unseen.txt``); the model gives 25 logits, one per broad type
+(``robustlab finetune --data OUT/train.txt --classes subtypes25 --train head``). Settings ``seen``
+and ``unseen``; metrics: accuracy of each with its 95% Clopper-Pearson interval, per broad type,
+and the seen - unseen gap. ``imagenet_top1`` (the base architecture's ImageNet-1K top-1, percent
+or fraction) places the run in the report's figure, as the paper plots both accuracies against
+ImageNet-1K accuracy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.classification import ImageFolderSamples
+from ..data.subtypes import load_split
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.classification import setting_counts, top1_errors
+from ..engine.options import check_positive, reject_unknown
+from ..errors import InputError
+from .natural_shift import accuracy_rows
+
+SETTINGS = ("seen", "unseen")
+OPTIONS = "limit, shard_size, imagenet_top1, top_k, save_logits"
+
+
+def imagenet_accuracy(value: Any) -> float | None:
+    """``imagenet_top1`` as a fraction (given in percent when above 1); None passes through."""
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"imagenet_top1 must be a number (the base model's ImageNet-1K top-1, e.g. 76.1); "
+                         f"got {value!r}.") from None
+    v = v / 100 if v > 1 else v
+    if not 0 < v <= 1:
+        raise InputError(f"imagenet_top1 must be an accuracy in (0, 100]; got {value!r}.")
+    return v
+
+
+@register_benchmark
+class SubtypeRobustness(Benchmark):
+    """Seen vs unseen subtype accuracy of a 25-way broad-type classifier (see the module docstring).
+
+    Options: ``limit`` (images per setting), ``shard_size`` (images per unit, 5000),
+    ``imagenet_top1``, ``top_k``, ``save_logits``.
+    """
+
+    name = "subtype-robustness"
+
+    def __init__(self) -> None:
+        self._splits: dict[str, tuple[dict, dict[str, list[str]]]] = {}
+
+    def _split(self, root: str) -> tuple[dict, dict[str, list[str]]]:
+        if root not in self._splits:
+            self._splits[root] = load_split(root)
+        return self._splits[root]
+
+    def configure(self, data: str, *, corruptions=None, severities=None, save_logits=None, limit=None,
+                  shard_size=5000, imagenet_top1=None, top_k=5, **other: Any) -> dict[str, Any]:
+        reject_unknown(self.name, other, OPTIONS)
+        for key, value in (("corruptions", corruptions), ("severities", severities)):
+            if value is not None:
+                raise InputError(f"{self.name} takes no {key}.")
+        root = str(Path(data).expanduser().resolve())
+        meta, _ = self._split(root)
+        return {"data": root, "broad_types": [t[0] for t in meta["broad_types"]],
+                "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
+                "imagenet_top1": imagenet_accuracy(imagenet_top1), "top_k": check_positive("top_k", top_k),
+                "save_logits": bool(save_logits), "num_classes": len(meta["broad_types"])}
+
+    def plan(self, config: Mapping[str, Any]):
+        _, lists = self._split(config["data"])
+        for setting in SETTINGS:
+            n = len(lists[setting]) if config["limit"] is None else min(config["limit"], len(lists[setting]))
+            for k, start in enumerate(range(0, n, config["shard_size"])):
+                yield Unit(f"{setting}/shard-{k:04d}", setting, {"start": start,
+                                                                  "stop": min(n, start + config["shard_size"])})
+
+    def samples(self, config: Mapping[str, Any], unit: Unit) -> ImageFolderSamples:
+        meta, lists = self._split(config["data"])
+        files = tuple(lists[unit.setting][unit.params["start"]:unit.params["stop"]])
+        types = meta["types"]
+        labels = np.asarray([types[os.path.basename(os.path.dirname(f))] for f in files], dtype=np.int64)
+        return ImageFolderSamples(Path("/"), files, labels, tuple(config["broad_types"]))
+
+    def metrics(self, config, predictions, related=None) -> list[MetricRow]:
+        setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
+        counts = setting_counts(predictions, setting_of)
+        rows: list[MetricRow] = [("n_samples", s, float(n)) for s, (n, _, _) in counts.items()]
+        rows += accuracy_rows(counts)
+        for setting in SETTINGS:
+            units = [c for u, c in predictions.items() if setting_of[u] == setting and len(c["label"])]
+            if not units:
+                continue
+            labels = np.concatenate([c["label"] for c in units])
+            right = ~np.concatenate([top1_errors(c) for c in units])
+            for t, name in enumerate(config["broad_types"]):
+                mask = labels == t
+                if mask.any():
+                    rows.append(("type_accuracy", f"{setting}/{name}", float(right[mask].mean())))
+        table = {(m, s): v for m, s, v in rows}
+        if ("accuracy", "seen") in table and ("accuracy", "unseen") in table:
+            rows.append(("seen_unseen_gap", "", table[("accuracy", "seen")] - table[("accuracy", "unseen")]))
+        return rows
+
+    def notes(self, config, metrics) -> list[str]:
+        notes = []
+        if config.get("imagenet_top1") is None:
+            notes.append("no ImageNet-1K accuracy for the figure: give -o imagenet_top1=<the base model's top-1, e.g. "
+                         "76.1>.")
+        return notes
+
+    def summary(self, config, metrics) -> dict[str, Any]:
+        table = {(m, s): v for m, s, v in metrics}
+        out: dict[str, Any] = {"imagenet_top1": config.get("imagenet_top1"),
+                               "gap": table.get(("seen_unseen_gap", ""))}
+        for setting in SETTINGS:
+            if ("accuracy", setting) in table:
+                out[setting] = {"accuracy": table[("accuracy", setting)], "low": table[("accuracy_low", setting)],
+                                "high": table[("accuracy_high", setting)],
+                                "n": int(table.get(("n_samples", setting), 0)),
+                                "per_type": {name: table.get(("type_accuracy", f"{setting}/{name}"))
+                                             for name in config["broad_types"]}}
+        return out
+
+    def text(self, config, summary, metrics) -> list[str]:
+        from ..engine.report import pct, text_table
+
+        lines = []
+        for setting in SETTINGS:
+            row = summary.get(setting)
+            if row:
+                lines.append(f"{setting + ' subtypes':<18} accuracy {pct(row['accuracy'])} "
+                             f"[{pct(row['low'])}, {pct(row['high'])}]   n {row['n']}")
+        if summary.get("gap") is not None:
+            lines.append(f"{'seen - unseen':<18} {100 * summary['gap']:+.1f} points")
+        if summary.get("imagenet_top1") is not None:
+            lines.append(f"{'ImageNet-1K top-1':<18} {pct(summary['imagenet_top1'])} (given)")
+        seen, unseen = summary.get("seen") or {}, summary.get("unseen") or {}
+        if seen or unseen:
+            lines += ["", "accuracy per broad type (%)"]
+            lines += text_table(["type", "seen", "unseen"],
+                                [[t, pct((seen.get("per_type") or {}).get(t)), pct((unseen.get("per_type") or {}).get(t))]
+                                 for t in config["broad_types"]], first_width=22)
+        return lines
