@@ -29,13 +29,13 @@ from ..errors import InputError
 
 __all__ = [
     "Z_95",
-    "NormalisedTerm",
     "DefinedMean",
-    "normalised_term",
-    "mean_of_defined",
+    "NormalisedTerm",
+    "UndefinedTermsWarning",
     "binomial_margin",
     "mean_margin",
-    "UndefinedTermsWarning",
+    "mean_of_defined",
+    "normalised_term",
 ]
 
 #: Standard errors in the half-width of a two-sided 95 % normal interval.
