@@ -78,3 +78,24 @@ def test_the_warning_names_whose_error_moved_and_which_way():
     fog = next(n for n in notes if n.startswith("relative CE of fog"))
     assert "this model's error falls under it (6.0 → 3.9 %) while the baseline's rises (37.3 → 60.0 %)" in fog
     assert "barely changes" not in " ".join(notes)
+
+
+def test_fgsm_accuracy_that_climbs_back_is_flagged_with_the_likely_cause():
+    """The demo baseline's FGSM curve: 0 % at eps 0.05-0.1, back to 6 % at 0.3 (150 scenes)."""
+    from robustlab.attacks import PAPER_EPS_GRID
+    from robustlab.benchmarks.adversarial import AdversarialAUC, accuracy_rise, setting_name
+
+    config = {"attack": "fgsm", "norm": "linf", "eps": list(PAPER_EPS_GRID), "eps0": 0.0, "eps1": 0.3}
+    acc = [0.627, 0.153, 0.02, 0.0, 0.0, 0.007, 0.04, 0.053, 0.06]
+    metrics = [("n", "", 150.0)] + [("accuracy", setting_name("fgsm", "linf", e), a) for e, a in zip(PAPER_EPS_GRID, acc)]
+    table = {(m, s): v for m, s, v in metrics}
+    assert accuracy_rise(config, table) == ((0.05, 0.0), (0.3, 0.06))
+    bench = AdversarialAUC()
+    notes = bench.notes(config, metrics)
+    note = next(n for n in notes if "not monotone" in n)
+    assert "0.0 % at eps 0.05 to 6.0 % at eps 0.3" in note and "gradient masking" in note and "attack=pgd" in note
+    assert bench.summary(config, metrics)["non_monotone"]["eps_high"] == 0.3
+    # the CNN's curve: 0 -> 0.7 % is one scene of 150, within a sample: not flagged
+    flat = [0.94, 0.307, 0.06, 0.0, 0.0, 0.0, 0.0, 1 / 150, 1 / 150]
+    table = {**table, **{("accuracy", setting_name("fgsm", "linf", e)): a for e, a in zip(PAPER_EPS_GRID, flat)}}
+    assert accuracy_rise(config, table) is None
