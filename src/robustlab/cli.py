@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +25,19 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Environment variable that turns on --debug (tracebacks) for every command.
 DEBUG_ENV = "ROBUSTLAB_DEBUG"
 _cli_state = {"debug": False}
+
+class ProgressMode(str, Enum):
+    """``--progress`` of the commands that run the engine (evaluate, demo); see robustlab.engine.progress."""
+
+    auto = "auto"
+    bar = "bar"
+    log = "log"
+    none = "none"
+
+
+PROGRESS_HELP = ("Progress on stderr: bar (on a terminal), log (a plain line every 15 s: units and samples done, "
+                 "samples/s, ETA), none, or auto: bar on a terminal, else log. bar without a terminal prints log "
+                 "lines, with a note.")
 
 app = typer.Typer(
     name="robustlab",
@@ -128,14 +142,15 @@ def demo_command(
     out: Path = typer.Option(Path("robustlab-demo"), "--out", "-o", help="Folder for the world, the store and report.html."),
     quick: bool = typer.Option(False, "--quick", help="Every benchmark on a few samples (under a minute)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated world and of every random choice."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr."),
+    progress: ProgressMode = typer.Option(ProgressMode.auto, "--progress", help=PROGRESS_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Same as --progress none."),
 ) -> None:
     """Build the embedded world, run every benchmark into a SQLite store, print a summary, write report.html."""
     if ctx.invoked_subcommand is not None:
         return
     from .demo.run import print_summary, run_demo
 
-    demo = run_demo(out, quick=quick, seed=seed, progress=None if progress else False, log=typer.echo)
+    demo = run_demo(out, quick=quick, seed=seed, progress="none" if no_progress else progress.value, log=typer.echo)
     print_summary(demo)
 
 
@@ -381,7 +396,8 @@ def evaluate_command(
     max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Largest image decoded (width x height; "
                                              "default 178956970, Pillow's bomb limit); larger ones are skipped."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    progress: ProgressMode = typer.Option(ProgressMode.auto, "--progress", help=PROGRESS_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Same as --progress none."),
 ) -> None:
     """Evaluate a model on a benchmark; results are stored per unit, so rerunning resumes."""
     import json
@@ -399,7 +415,7 @@ def evaluate_command(
                           preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
                           num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
                           ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
-                          progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
+                          progress="none" if no_progress else progress.value, **extra, **parse_key_values(option))
     except KeyboardInterrupt:
         typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
         raise typer.Exit(130) from None
