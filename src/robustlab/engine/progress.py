@@ -193,10 +193,13 @@ class LogProgress:
             samples += f" ({100 * self.samples_done / self._total:.0f} %)"
         if final:
             return f"{self.description}: done, {units}, {samples} in {duration_text(elapsed)} ({rate:.1f} samples/s)"
-        if self.total_units is not None and self._total and rate > 0:
-            eta = f"ETA {duration_text((self._total - self.samples_done) / rate)}"
+        left = (self._total - self.samples_done) / rate if self._total and rate > 0 else None
+        if left is None:
+            eta = "ETA unknown"
+        elif self.total_units is None:  # more units may come: what is listed so far is a lower bound
+            eta = f"ETA at least {duration_text(left)} (units still being listed)"
         else:
-            eta = "ETA unknown (units still being listed)" if self.total_units is None else "ETA unknown"
+            eta = f"ETA {duration_text(left)}"
         return f"{self.description}: {units}, {samples}, {rate:.1f} samples/s, {eta}"
 
     def add_samples(self, n_samples: int) -> None:
