@@ -563,15 +563,15 @@ def mfr(
 ) -> float:
     """Mean flip rate over the 10 test perturbations (a ratio: AlexNet 1.0; ResNet-50 0.580).
 
+    Only defined flip rates are averaged (:func:`flip_rate_terms`); an
+    :class:`~robustlab.metrics.ratios.UndefinedTermsWarning` names any left out.
+
     Parameters
     ----------
     flip_probabilities : Mapping[str, float]
         ``{perturbation: FP}``, fractions; every perturbation of ``subset`` must be present.
     baseline : str, StabilityBaseline or Mapping
         ``"alexnet"`` or the flip probabilities of another model.
-
-    Only defined flip rates are averaged (:func:`flip_rate_terms`); an
-    :class:`~robustlab.metrics.ratios.UndefinedTermsWarning` names any left out.
     """
     return _defined_mean(flip_rate_terms(flip_probabilities, baseline=baseline, subset=subset), "mFR")
 
