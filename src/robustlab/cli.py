@@ -442,15 +442,23 @@ def runs_command(
 
 @app.command("show")
 def show_command(
-    run: str = typer.Argument(..., help="Run id or unique prefix (see `robustlab runs`), or a study folder "
-                              "(written by `robustlab study`)."),
+    run: Optional[str] = typer.Argument(None, help="Run id or unique prefix (see `robustlab runs`), or a study "
+                                        "folder (written by `robustlab study`). Leave it out to pick the one run "
+                                        "matching --benchmark / --model."),
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", "-b", help="Without RUN: the run of this benchmark."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Without RUN: the run of this model."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show a run's metrics in its family's layout (CE per corruption; FR/T5D per perturbation and
-    difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R), or a study's table."""
+    difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R), or a study's table.
+    Ratios that are undefined (a baseline within its sampling error) print n/a with the reason."""
     import json
 
+    if run is None:
+        run = _only_run(store, benchmark, model)
+    elif benchmark is not None or model is not None:
+        raise typer.BadParameter("give a RUN id or --benchmark / --model, not both.")
     if Path(run).is_dir():
         from .studies import StudyResult
 
@@ -467,6 +475,26 @@ def show_command(
         typer.echo(f"run {result.run_id} is {result.status}: {result.units_total} unit(s) stored and no metrics yet. "
                    "Run the same `robustlab evaluate` command again to finish it.", err=True)
         raise typer.Exit(1)
+
+
+def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[str]) -> str:
+    """The id of the one stored run of ``benchmark`` and ``model`` (an InputError naming the
+    candidates when there are several, or none)."""
+    from .errors import InputError
+    from .store import open_store
+
+    if benchmark is None and model is None:
+        raise InputError("give a run id (see `robustlab runs`), or --benchmark and/or --model to pick one run.")
+    with open_store(store, must_exist=True) as st:
+        records = st.list_runs(benchmark=benchmark, model=model)
+    wanted = " and ".join(f"{k} {v}" for k, v in (("benchmark", benchmark), ("model", model)) if v)
+    if not records:
+        raise InputError(f"no stored run of {wanted}: see `robustlab runs` for the runs in this store.")
+    if len(records) > 1:
+        listed = ", ".join(f"{r.id[:12]} ({r.benchmark}, {r.model})" for r in records[:10])
+        raise InputError(f"{len(records)} runs of {wanted}: {listed}. Give one run id, or narrow it with "
+                         "--benchmark / --model.")
+    return records[0].id
 
 
 # --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
