@@ -219,6 +219,6 @@ def print_summary(demo: DemoRun, console=None) -> None:
         for r in results:
             table.add_row(r.benchmark, r.model, headline(r, results, st), r.run_id[:10])
     console.print(table)
-    console.print(SUMMARY_LEGEND, style="dim")
+    console.print(SUMMARY_LEGEND, style="dim", markup=False)
     console.print(f"report: {demo.report}   store: {demo.store}   ({demo.seconds.get('total', 0):.0f} s)")
 
