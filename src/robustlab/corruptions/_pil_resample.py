@@ -60,51 +60,60 @@ def _box_windows(in_size, out_size):  # pragma: no cover - compiled
     return first, count, fixed
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _clip8(total):  # pragma: no cover - compiled
-    # clip8: the rounded sum shifted back to 8 bits and clamped.
-    v = total >> PRECISION_BITS
-    return 0 if v < 0 else (255 if v > 255 else v)
-
-
 @numba.njit(cache=True, nogil=True)
 def _box(src, out_w, out_h):  # pragma: no cover - compiled
     # ImagingResampleInner (Pillow <= 12 order, and Pillow 13's for proportional resizes):
     # the horizontal pass over the source rows the vertical pass uses, into 8 bits, then the
-    # vertical pass. Each output value is half + weight * (sum of its window's pixels) (see
-    # _box_windows), the same integer Pillow accumulates tap by tap.
+    # vertical pass. Each output value is (2**21 + weight * window sum) >> 22, clamped (see
+    # _box_windows): the integer Pillow accumulates tap by tap. The sums are summed tap-major
+    # (for tap t, every output of the row at once: the same loads Pillow makes, without its
+    # multiplications), in 32 bits: weight * sum <= (2**22 / n + 1/2) * 255 n + 2**21 < 2**31.
     in_h, in_w, channels = src.shape
     yfirst, ycount, yfixed = _box_windows(in_h, out_h)
-    lo = yfirst[0]
-    hi = yfirst[out_h - 1] + ycount[out_h - 1]
+    lo, hi = in_h, 0
     for yy in range(out_h):
         lo = min(lo, yfirst[yy])
         hi = max(hi, yfirst[yy] + ycount[yy])
-    half = np.int64(1) << (PRECISION_BITS - 1)
+    hi = max(hi, lo)
+    half = np.int32(1 << (PRECISION_BITS - 1))
     if out_w != in_w:
         xfirst, xcount, xfixed = _box_windows(in_w, out_w)
         length = out_w * channels
-        rows = np.empty((hi - lo, length), np.uint8)
+        base = np.empty(length, np.int64)
+        count = np.empty(length, np.int64)
+        weight = np.empty(length, np.int32)
+        for xx in range(out_w):
+            for k in range(channels):
+                base[xx * channels + k] = xfirst[xx] * channels + k
+                count[xx * channels + k] = xcount[xx]
+                weight[xx * channels + k] = xfixed[xx]
+        fewest, most = xcount.min(), xcount.max()
         flat = src.reshape(in_h, in_w * channels)
+        rows = np.empty((hi - lo, length), np.uint8)
+        acc = np.empty(length, np.int32)
         for yy in range(hi - lo):
             row = flat[yy + lo]
+            for j in range(length):
+                acc[j] = row[base[j]] if count[j] > 0 else 0
+            for t in range(1, most):
+                step = t * channels
+                if t < fewest:
+                    for j in range(length):
+                        acc[j] += row[base[j] + step]
+                else:  # ragged windows: only those with a t-th pixel
+                    for j in range(length):
+                        if count[j] > t:
+                            acc[j] += row[base[j] + step]
             dst = rows[yy]
-            for xx in range(out_w):
-                start = xfirst[xx] * channels
-                stop = start + xcount[xx] * channels
-                weight = xfixed[xx]
-                for k in range(channels):
-                    acc = np.int64(0)
-                    for j in range(start + k, stop, channels):
-                        acc += row[j]
-                    dst[xx * channels + k] = _clip8(half + weight * acc)
+            for j in range(length):
+                dst[j] = min((half + weight[j] * acc[j]) >> PRECISION_BITS, 255)
     else:  # no horizontal pass: the vertical pass reads the source rows themselves
         rows = src[lo:hi].reshape(hi - lo, in_w * channels)
     length = rows.shape[1]
     if out_h == in_h:
         return rows.copy().reshape(out_h, length // channels, channels)
     out = np.empty((out_h, length), np.uint8)
-    acc = np.empty(length, np.int32)  # a window's sum: at most 255 * in_h, far below 2**31
+    acc = np.empty(length, np.int32)
     for yy in range(out_h):
         for i in range(length):
             acc[i] = 0
@@ -112,10 +121,10 @@ def _box(src, out_w, out_h):  # pragma: no cover - compiled
             row = rows[y - lo]
             for i in range(length):
                 acc[i] += row[i]
-        weight = yfixed[yy]
+        w = np.int32(yfixed[yy])
         dst = out[yy]
         for i in range(length):
-            dst[i] = _clip8(half + weight * np.int64(acc[i]))
+            dst[i] = min((half + w * acc[i]) >> PRECISION_BITS, 255)
     return out.reshape(out_h, length // channels, channels)
 
 
@@ -146,18 +155,20 @@ def _nearest(src, out_w, out_h):  # pragma: no cover - compiled
         for k in range(channels):
             offset[x * channels + k] = xs[x] * channels + k if xs[x] >= 0 else -1
     rows = src.reshape(in_h, in_w * channels)
-    out = np.zeros((out_h, length), np.uint8)
+    out = np.empty((out_h, length), np.uint8)
     for y in range(out_h):
-        if ys[y] < 0:
-            continue
         dst = out[y]
-        if y > 0 and ys[y] == ys[y - 1]:
-            dst[:] = out[y - 1]
-            continue
-        row = rows[ys[y]]
-        for i in range(length):
-            if offset[i] >= 0:
-                dst[i] = row[offset[i]]
+        if ys[y] < 0:  # outside the source: Pillow leaves 0
+            for i in range(length):
+                dst[i] = 0
+        elif y > 0 and ys[y] == ys[y - 1]:
+            prev = out[y - 1]
+            for i in range(length):
+                dst[i] = prev[i]
+        else:
+            row = rows[ys[y]]
+            for i in range(length):
+                dst[i] = row[offset[i]] if offset[i] >= 0 else 0
     return out.reshape(out_h, out_w, channels)
 
 
