@@ -432,12 +432,14 @@ def run_part(name: str, fn: Callable, cap: float, record: dict) -> None:
     say(f"{name}: {status} in {clock.elapsed():.0f} s" + (f" ({note})" if note else ""))
 
 
-def measure(device: str, parts: list[str], caps: dict[str, float], quick: bool) -> dict:
+def measure(device: str, parts: list[str], caps: dict[str, float], quick: bool, workers: int | None = None) -> dict:
     import torch
 
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"--device {device}: CUDA is not available here; give --device cpu for a smoke run.")
     sizes = Sizes(device, quick)
+    if workers is not None:
+        sizes.workers = workers
     torch.backends.cudnn.benchmark = True
     record = {"schema": 1, "script": "perf/gpu_check.py", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "device": device, "quick": quick, "environment": environment(device), "parts": {}}
@@ -590,6 +592,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {', '.join(PARTS)}")
     parser.add_argument("--cap", action="append", default=[], metavar="PART=SECONDS", help="a part's time cap")
     parser.add_argument("--quick", action="store_true", help="smallest workloads (a smoke test of the code paths)")
+    parser.add_argument("--workers", type=int, help="loading workers of the engine and finetune parts (default: "
+                        "CPUs - 1, at most 15, on a GPU; 0 on the CPU)")
     parser.add_argument("--render", type=Path, metavar="RECORD", nargs="?", const=BENCH_DIR / "gpu_check.json",
                         help="rewrite the marked rows of README.md and docs/*.md from RECORD (default "
                              "perf/gpu_check.json; a missing file renders them pending), then exit")
@@ -608,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in caps:
             raise SystemExit(f"--cap {item}: unknown part {name!r}")
         caps[name] = float(seconds)
-    record = measure(args.device, parts, caps, args.quick)
+    record = measure(args.device, parts, caps, args.quick, args.workers)
     missed = targets_missed(record)
     record["targets_missed"] = missed
     if args.out:
