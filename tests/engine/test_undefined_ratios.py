@@ -99,3 +99,16 @@ def test_fgsm_accuracy_that_climbs_back_is_flagged_with_the_likely_cause():
     flat = [0.94, 0.307, 0.06, 0.0, 0.0, 0.0, 0.0, 1 / 150, 1 / 150]
     table = {**table, **{("accuracy", setting_name("fgsm", "linf", e)): a for e, a in zip(PAPER_EPS_GRID, flat)}}
     assert accuracy_rise(config, table) is None
+
+
+def test_nested_is_a_pgd_option():
+    from robustlab.benchmarks.adversarial import AdversarialAUC
+    from robustlab.errors import InputError
+
+    bench = AdversarialAUC()
+    import pytest
+
+    with pytest.raises(InputError, match="nested applies to PGD only"):
+        bench.configure("digits", attack="fgsm", nested=True, limit=4)
+    assert "nested" not in bench.configure("digits", attack="pgd", limit=4)  # off: the run's identity unchanged
+    assert bench.configure("digits", attack="pgd", nested="true", limit=4)["nested"] is True

@@ -91,7 +91,9 @@ def accuracy_rise(config: Mapping[str, Any], table: Mapping[tuple[str, str], flo
 @register_benchmark
 class AdversarialAUC(Benchmark):
     """Accuracy vs attack strength and R. Options: ``eps`` (paper grid), ``attack`` (fgsm|pgd),
-    ``norm`` (linf|l2), ``steps`` (10), ``rel_step_size`` (0.25), ``random_start`` (True), ``seed``
+    ``norm`` (linf|l2), ``steps`` (10), ``rel_step_size`` (0.25), ``random_start`` (True), ``nested``
+    (False; PGD only: each strength starts from the previous one's perturbation -- monotone in eps
+    and several times faster, see :func:`robustlab.attacks.epsilon_sweep`), ``seed``
     (0), ``eps0``/``eps1`` (interval of R; default the grid's ends), ``split`` (test),
     ``data_root`` (downloads of named sets), ``class_map``, ``limit``, ``shard_size`` (1000).
     """
@@ -101,7 +103,7 @@ class AdversarialAUC(Benchmark):
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
 
-    def configure(self, data: str, *, eps=None, attack="fgsm", norm="linf", steps=10, rel_step_size=0.25,
+    def configure(self, data: str, *, eps=None, attack="fgsm", norm="linf", steps=10, rel_step_size=0.25, nested=False,
                   random_start=True, seed=0, eps0=None, eps1=None, split="test", data_root="~/.robustlab/data",
                   class_map=None, limit=None, shard_size=1000, corruptions=None, severities=None,
                   save_logits=None, **other: Any) -> dict[str, Any]:
@@ -130,6 +132,10 @@ class AdversarialAUC(Benchmark):
             "class_map": None if named else class_map_config(class_map),
             "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
         }
+        if nested not in (False, None, "false", "False", "0", 0):
+            if attack != "pgd":
+                raise InputError("nested applies to PGD only (-o attack=pgd -o nested=true).")
+            config["nested"] = True  # only when set: runs made before the option keep their identity
         config["num_classes"] = len(self._base(config).classes)
         return config
 
@@ -164,7 +170,8 @@ class AdversarialAUC(Benchmark):
         x, labels = batch.stacked_inputs(device), batch.label_tensor(device)
         seed = derive_seed(config["seed"], tuple(labels.tolist()))  # per batch, reproducible on resume
         kwargs = {"steps": config["steps"], "rel_step_size": config["rel_step_size"],
-                  "random_start": config["random_start"]} if config["attack"] == "pgd" else {}
+                  "random_start": config["random_start"], "nested": bool(config.get("nested"))
+                  } if config["attack"] == "pgd" else {}
         import warnings
 
         from ..attacks import GradientMaskingWarning

@@ -444,7 +444,7 @@ def corruption_text(config: Mapping[str, Any], summary: Mapping[str, Any]) -> li
     if summary.get("relative_mce_na"):
         lines.append(f"{'relative mCE':<34}{'n/a':>7}  ({summary['relative_mce_na']})")
     if summary.get("ce_baseline"):
-        lines.append(f"{'CE normalised by':<34}{summary['ce_baseline']}")
+        lines.append(f"{'CE normalised by':<34}{summary['ce_baseline'].removeprefix('vs ')}")
     return lines
 
 

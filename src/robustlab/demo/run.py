@@ -14,9 +14,9 @@ through the evaluation engine and into one SQLite store:
    reviewers (three annotators, a documented similarity rule) -> finalize -> pm-k (66 videos
    in the full demo: at least 60 anchors survive review, so pm-k intervals are at most about
    26 points wide);
-4. ``adversarial-auc``: FGSM and PGD over the paper's epsilon grid, R (FGSM's accuracy climbs
-   back at large eps for the baseline -- the attack failing, not robustness -- so PGD's R
-   stands beside it);
+4. ``adversarial-auc``: FGSM and (nested) PGD-10 over the paper's epsilon grid, R (FGSM's
+   accuracy climbs back at large eps for the baseline -- the attack failing, not robustness --
+   so PGD's R stands beside it);
 5. ``detection-corrupted``: the tiny detector on multi-digit scenes under the 15 benchmark
    corruptions: P, mPC, rPC;
 
@@ -44,8 +44,9 @@ SIZES = {
     "full": {"scenes": 150, "perturb": 30, "detection": 30, "videos": 66},
     "quick": {"scenes": 24, "perturb": 6, "detection": 6, "videos": 4},
 }
-#: The attacks of the adversarial step: FGSM (the paper's) and PGD beside it.
-ATTACKS = ("fgsm", "pgd")
+#: The attacks of the adversarial step: FGSM (the paper's) and PGD beside it (PGD-10, nested:
+#: each strength starts from the previous one's perturbation, monotone in eps, about 10 s a model).
+ATTACKS = {"fgsm": {}, "pgd": {"nested": True}}
 #: The normaliser of CE, relative CE, FR and T5D (AlexNet's role in the papers).
 BASELINE = "demo:baseline"
 #: The models compared with the baseline, per benchmark family.
@@ -181,8 +182,8 @@ def run_demo(out: str | os.PathLike = "robustlab-demo", *, quick: bool = False, 
 
     def adversarial_runs() -> list:
         return [engine.evaluate(m, "adversarial-auc", paths["scenes"], class_map="sorted", seed=seed, attack=attack,
-                                **common)
-                for m in (BASELINE, *COMPARED["adversarial"]) for attack in ATTACKS]
+                                **options, **common)
+                for m in (BASELINE, *COMPARED["adversarial"]) for attack, options in ATTACKS.items()]
 
     def detection_runs() -> list:
         return [engine.evaluate("demo:detector", "detection-corrupted", paths["detection"], corruptions="benchmark",
