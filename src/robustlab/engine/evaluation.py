@@ -199,7 +199,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     from .executor import ExecutionStats, ModelRef, get_executor
     from .work import UnitStream
 
+    from .progress import resolve_progress
+
     start = time.perf_counter()
+    resolve_progress(progress)  # an unknown mode fails before any work
     bench = get_benchmark(benchmark)
     runner = get_executor(executor, **_executor_options(executor, workers, ray_address))
     check_device(device)
