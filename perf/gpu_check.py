@@ -249,11 +249,11 @@ def torch_parity(device: str, sizes: Sizes, clock: Clock, out: dict) -> None:
         bound = MAX_MEAN_DIFF if kind == "deterministic" else MAX_STRENGTH_GAP
         out["corruptions"][name] = {"kind": kind, "worst": worst, "bound": bound, "verdict": verdict,
                                     "severities": cells}
+        verdicts = [c["verdict"] for c in out["corruptions"].values()]  # so far: kept if the cap stops the part
+        out.update(ok=verdicts.count("ok"), inconclusive=verdicts.count("inconclusive"),
+                   outside=verdicts.count("outside"), of=len(verdicts))
         say(f"torch_parity: {name}: {'mean |diff|' if kind == 'deterministic' else 'strength gap'} {worst:.3g} "
             f"(bound {bound:g}): {verdict} ({clock.elapsed():.0f} s of {clock.cap:.0f})")
-    verdicts = [c["verdict"] for c in out["corruptions"].values()]
-    out.update(ok=verdicts.count("ok"), inconclusive=verdicts.count("inconclusive"), outside=verdicts.count("outside"),
-               of=len(verdicts))
 
 
 # --- 2. imagenet-c --on-the-fly against clean inference --------------------------------------------------
