@@ -49,7 +49,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -157,11 +157,10 @@ def environment(device: str) -> dict:
 
 
 def torch_backend(device: str, sizes: Sizes, clock: Clock, out: dict) -> None:
-    import numpy as np
     import torch
+    from speed_corruptions import bench_image
 
     from robustlab.corruptions import corrupt, corrupt_batch, resolve_corruptions
-    from speed_corruptions import bench_image
 
     names = resolve_corruptions(sizes.corruptions)
     image = bench_image(SIZE, SIZE)
@@ -207,9 +206,9 @@ def torch_parity(device: str, sizes: Sizes, clock: Clock, out: dict) -> None:
     import skimage.data
     import torch
     from PIL import Image
+    from speed_corruptions import bench_image
 
     from robustlab.corruptions import corrupt_batch, resolve_corruptions
-    from speed_corruptions import bench_image
 
     astronaut = np.array(Image.fromarray(skimage.data.astronaut()).resize((SIZE, SIZE), Image.Resampling.BILINEAR))
     images = {"rocket": bench_image(SIZE, SIZE), "astronaut": astronaut}
@@ -307,12 +306,11 @@ def clean_inference(spec: str, device: str, batch: int, clock: Clock, seconds: f
 
 
 def on_the_fly(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) -> None:
+    from robustlab.data.wordnet import ilsvrc_wnids
     from robustlab.engine import get_benchmark
     from robustlab.engine.executor import LocalExecutor, ModelRef
     from robustlab.engine.work import UnitStream
     from robustlab.models import load_model
-
-    from robustlab.data.wordnet import ilsvrc_wnids
 
     # ImageNet class folders (wnids): the labels are ImageNet-1k indices, as for ImageNet val
     folder = make_jpegs(workdir / "clean", sizes.fly_images, (256, 320), classes=ilsvrc_wnids()[:10])
@@ -350,11 +348,11 @@ def on_the_fly(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path
 def nvjpeg(device: str, sizes: Sizes, clock: Clock, out: dict) -> None:
     import numpy as np
     import torch
+    from speed_corruptions import bench_image
 
     from robustlab.corruptions import corrupt
     from robustlab.corruptions.digital import JPEG_QUALITY
     from robustlab.corruptions.torch.digital import jpeg_round_trip
-    from speed_corruptions import bench_image
 
     images = np.stack([bench_image(SIZE, SIZE), bench_image(320, 240)[:SIZE, :SIZE]])
     batch = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(device)
@@ -394,8 +392,9 @@ def finetune(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) 
 
 
 def stylize(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) -> None:
-    from robustlab.train.stylize import stylize_dataset
     from speed_stylize import full_size_weights, make_images
+
+    from robustlab.train.stylize import stylize_dataset
 
     make_images(workdir / "content" / "images", sizes.stylize_images, (512, 512), 0)
     make_images(workdir / "styles", 3, (512, 640), 1)
@@ -442,7 +441,7 @@ def measure(device: str, parts: list[str], caps: dict[str, float], quick: bool, 
     if workers is not None:
         sizes.workers = workers
     torch.backends.cudnn.benchmark = True
-    record = {"schema": 1, "script": "perf/gpu_check.py", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    record = {"schema": 1, "script": "perf/gpu_check.py", "when": datetime.now(UTC).isoformat(timespec="seconds"),
               "device": device, "quick": quick, "environment": environment(device), "parts": {}}
     say(f"device {device} ({record['environment'].get('gpu', 'CPU')}); parts {', '.join(parts)}")
     with tempfile.TemporaryDirectory(prefix="robustlab-gpu-check-") as tmp:

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_docs import MKDOCS_YML, ROOT, require_docs_tools
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

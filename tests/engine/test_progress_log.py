@@ -11,7 +11,13 @@ import time
 
 import pytest
 
-from robustlab.engine.progress import LogProgress, RunProgress, duration_text, resolve_progress, run_progress
+from robustlab.engine.progress import (
+    LogProgress,
+    RunProgress,
+    duration_text,
+    resolve_progress,
+    run_progress,
+)
 from robustlab.errors import InputError
 
 
