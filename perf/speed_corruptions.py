@@ -19,7 +19,8 @@ work done and is barely disturbed by other load on the machine, unlike wall time
 Printed: per corruption, the milliseconds per image for its 5 severities together, robustlab
 vs reference and their ratio, per size; then the totals over all corruptions x severities,
 and the issues' targets (total >= 20x, glass_blur >= 100x, no corruption slower than the
-reference, all 19 x 5 at 224x224 in at most 150 ms per image). The CPU model (from
+reference -- pixelate at each severity on its own --, all 19 x 5 at 224x224 in at most 150 ms
+per image). The CPU model (from
 /proc/cpuinfo, or the platform) heads the output and the --json file: the ratios differ by CPU,
 and so may the route the noise corruptions draw by (compiled or NumPy's sampler, measured at
 start; printed too). When the reference environment cannot be built (no Python 3.11, no network),
@@ -77,6 +78,9 @@ TARGET_GLASS = 100.0
 TARGET_EACH = 1.0
 #: Issue 21: all 19 corruptions x 5 severities of one 224x224 image within this many ms.
 TARGET_224_MS = 150.0
+#: Corruptions held to "never slower" at every severity on its own, not only over the five
+#: together (issue 26: pixelate measured 0.87-0.94x at severities 3-5 at 224 px elsewhere).
+TARGET_EACH_SEVERITY = ("pixelate",)
 
 Key = tuple[str, str, int]  # (size label, corruption, severity)
 
@@ -302,6 +306,9 @@ def check_targets(rows: dict, names: list[str]) -> list[str]:
         for name, c in r["corruptions"].items():
             if c["ratio"] < TARGET_EACH:
                 missed.append(f"{label}: {name} slower than the reference ({c['ratio']:.2f}x)")
+            elif name in TARGET_EACH_SEVERITY and c["worst_severity_ratio"] < TARGET_EACH:
+                missed.append(f"{label}: {name} slower than the reference at one severity "
+                              f"({c['worst_severity_ratio']:.2f}x)")
         if full and label.endswith("224x224") and r["total"]["robustlab_ms"] > TARGET_224_MS:
             missed.append(f"{label}: all 19 x 5 take {r['total']['robustlab_ms']:.0f} ms > {TARGET_224_MS:.0f} ms")
     return missed
@@ -465,7 +472,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         missed = check_targets(rows, names)
         result["targets_missed"] = missed
-        print(f"targets (total >= 20x, glass_blur >= 100x, none slower, 224x224 <= {TARGET_224_MS:.0f} ms): "
+        for name in TARGET_EACH_SEVERITY:
+            if name in names:
+                print(f"{name}, slowest severity vs the reference: " + ", ".join(
+                    f"{label} {r['corruptions'][name]['worst_severity_ratio']:.2f}x" for label, r in rows.items()))
+        print(f"targets (total >= 20x, glass_blur >= 100x, none slower ({', '.join(TARGET_EACH_SEVERITY)}: at every "
+              f"severity), 224x224 <= {TARGET_224_MS:.0f} ms): "
               + ("all met" if not missed else "MISSED: " + "; ".join(missed)))
         status = 1 if missed else 0
     if args.json:

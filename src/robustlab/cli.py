@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +25,19 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Environment variable that turns on --debug (tracebacks) for every command.
 DEBUG_ENV = "ROBUSTLAB_DEBUG"
 _cli_state = {"debug": False}
+
+class ProgressMode(str, Enum):
+    """``--progress`` of the commands that run the engine (evaluate, demo); see robustlab.engine.progress."""
+
+    auto = "auto"
+    bar = "bar"
+    log = "log"
+    none = "none"
+
+
+PROGRESS_HELP = ("Progress on stderr: bar (on a terminal), log (a plain line every 15 s: units and samples done, "
+                 "samples/s, ETA), none, or auto: bar on a terminal, else log. bar without a terminal prints log "
+                 "lines, with a note.")
 
 app = typer.Typer(
     name="robustlab",
@@ -137,14 +151,15 @@ def demo_command(
     out: Path = typer.Option(Path("robustlab-demo"), "--out", "-o", help="Folder for the world, the store and report.html."),
     quick: bool = typer.Option(False, "--quick", help="Every benchmark on a few samples (under a minute)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated world and of every random choice."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr."),
+    progress: ProgressMode = typer.Option(ProgressMode.auto, "--progress", help=PROGRESS_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Same as --progress none."),
 ) -> None:
     """Build the embedded world, run every benchmark into a SQLite store, print a summary, write report.html."""
     if ctx.invoked_subcommand is not None:
         return
     from .demo.run import print_summary, run_demo
 
-    demo = run_demo(out, quick=quick, seed=seed, progress=None if progress else False, log=typer.echo)
+    demo = run_demo(out, quick=quick, seed=seed, progress="none" if no_progress else progress.value, log=typer.echo)
     print_summary(demo)
 
 
@@ -397,7 +412,8 @@ def evaluate_command(
     max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Largest image decoded (width x height; "
                                              "default 178956970, Pillow's bomb limit); larger ones are skipped."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    progress: ProgressMode = typer.Option(ProgressMode.auto, "--progress", help=PROGRESS_HELP),
+    no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Same as --progress none."),
 ) -> None:
     """Evaluate a model on a benchmark; results are stored per unit, so rerunning resumes."""
     import json
@@ -415,7 +431,7 @@ def evaluate_command(
                           preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
                           num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
                           ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
-                          progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
+                          progress="none" if no_progress else progress.value, **extra, **parse_key_values(option))
     except KeyboardInterrupt:
         typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
         raise typer.Exit(130) from None
@@ -462,9 +478,12 @@ def runs_command(
 
 @app.command("show")
 def show_command(
-    run: str = typer.Argument(..., help="Run id or unique prefix (see `robustlab runs`), or a study folder "
-                              "(written by `robustlab study`)."),
+    run: Optional[str] = typer.Argument(None, help="Run id or unique prefix (see `robustlab runs`), or a study "
+                                        "folder (written by `robustlab study`). Leave it out to pick the one run "
+                                        "matching --benchmark / --model."),
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", "-b", help="Without RUN: the run of this benchmark."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Without RUN: the run of this model."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     reference_points: Optional[Path] = typer.Option(
         None, "--reference-points", help="Natural shifts, C-bar: a CSV of published accuracies added to the "
@@ -472,9 +491,14 @@ def show_command(
 ) -> None:
     """Show a run's metrics in its family's layout (CE per corruption; FR/T5D per perturbation and
     difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R; effective
-    robustness against the stored runs of the same shift), or a study's table."""
+    robustness against the stored runs of the same shift), or a study's table. Ratios that are
+    undefined (a baseline within its sampling error) print n/a with the reason."""
     import json
 
+    if run is None:
+        run = _only_run(store, benchmark, model)
+    elif benchmark is not None or model is not None:
+        raise typer.BadParameter("give a RUN id or --benchmark / --model, not both.")
     if Path(run).is_dir():
         from .studies import StudyResult
 
@@ -515,6 +539,26 @@ def subtypes_command(
                f"{split.ignored} folders below no broad type) in {dst}\nnext:\n"
                f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 --train head -o FT\n"
                f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -o imagenet_top1=<top-1 of MODEL>")
+
+
+def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[str]) -> str:
+    """The id of the one stored run of ``benchmark`` and ``model`` (an InputError naming the
+    candidates when there are several, or none)."""
+    from .errors import InputError
+    from .store import open_store
+
+    if benchmark is None and model is None:
+        raise InputError("give a run id (see `robustlab runs`), or --benchmark and/or --model to pick one run.")
+    with open_store(store, must_exist=True) as st:
+        records = st.list_runs(benchmark=benchmark, model=model)
+    wanted = " and ".join(f"{k} {v}" for k, v in (("benchmark", benchmark), ("model", model)) if v)
+    if not records:
+        raise InputError(f"no stored run of {wanted}: see `robustlab runs` for the runs in this store.")
+    if len(records) > 1:
+        listed = ", ".join(f"{r.id[:12]} ({r.benchmark}, {r.model})" for r in records[:10])
+        raise InputError(f"{len(records)} runs of {wanted}: {listed}. Give one run id, or narrow it with "
+                         "--benchmark / --model.")
+    return records[0].id
 
 
 # --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------

@@ -192,12 +192,27 @@ def test_cifar10_c_layout(tmp_path):
     assert any("CIFAR-10-C" in n for n in result.notes)
 
 
-def test_progress_bar_shows_throughput_and_units(imagenet_c_root, tmp_path, capsys, monkeypatch):
+def test_progress_bar_shows_throughput_and_units(capsys, monkeypatch):
+    from robustlab.engine.progress import RunProgress
+
     monkeypatch.setenv("COLUMNS", "160")
+    with RunProgress("imagenet-c abc123", enabled=True) as bar:
+        for _ in range(2):
+            bar.add_samples(12)
+        bar.set_units_total(2)
+        for _ in range(2):
+            bar.advance(12)
+            bar.unit_done()
+    err = capsys.readouterr().err
+    assert "[2/2 units]" in err and "img/s" in err and "24/24" in err
+
+
+def test_progress_without_a_terminal_is_log_lines(imagenet_c_root, tmp_path, capsys):
+    """progress=True (a bar) with stderr captured, not a terminal: plain log lines, with a note."""
     evaluate(ChannelModel(), "imagenet-c", imagenet_c_root, store=tmp_path, workers=0, progress=True,
              corruptions="fog", severities="1,2")
     err = capsys.readouterr().err
-    assert "[2/2 units]" in err and "img/s" in err and "24/24" in err
+    assert "not a terminal" in err and "done, 2/2 units, 24/24 samples (100 %)" in err
 
 
 def test_mixed_sizes_need_a_model_input_size(tmp_path):

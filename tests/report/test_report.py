@@ -28,7 +28,9 @@ def test_html_is_self_contained_with_every_figure(report_store, tmp_path):
                 "normalised-accuracy-vs-eps", "accuracy-vs-eps"):
         assert f'id="fig-{key}"' in html, key
     assert html.count("<svg") >= 5 and "data:image/png;base64," in html
-    assert "least-squares fit" in html  # three models: the line across models is drawn
+    # three models: too few for a fitted line and its 95% band, and the caption says so
+    assert "least-squares fit across models" not in html and "No fitted line or confidence band: 3 models" in html
+    assert 'class="legend"' in html and "Clopper-Pearson interval" in html  # every table says what [a, b] is
     assert "R = " in html
 
 
@@ -89,3 +91,15 @@ def test_cli_report(report_store, tmp_path):
     res = CliRunner().invoke(app, ["report", "--store", str(store), "-o", str(tmp_path / "x.md")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "x.md").read_text().count("| ") > 10
+
+
+def test_a_fit_band_needs_five_points():
+    """Fewer than 5 models: the points only, and the caption says why; 5: the line and its band."""
+    from robustlab.report.section_base import MIN_FIT_POINTS, accuracy_scatter
+
+    assert MIN_FIT_POINTS == 5
+    points = {f"m{i}": (0.5 + 0.08 * i, 0.3 + 0.07 * i + 0.01 * (i % 2), None, None) for i in range(5)}
+    four = accuracy_scatter("s", "t", dict(list(points.items())[:4]), "x", "y")
+    assert "No fitted line or confidence band: 4 models" in four.caption and "confidence band" not in four.svg
+    five = accuracy_scatter("s", "t", points, "x", "y")
+    assert "least-squares fit across models with its 95% band" in five.caption and "95% confidence band" in five.svg

@@ -55,7 +55,8 @@ def test_every_perturbation_figure_is_there(perturbation_store, tmp_path):
         html = write_report(st, tmp_path / "r.html").read_text()
     for key in PERTURBATION_FIGURES:
         assert f'id="fig-{key}"' in html, key
-    assert "Perturbation stability (ImageNet-P)" in html and "AlexNet (published)" in html
+    assert "Perturbation stability (ImageNet-P)" in html
+    assert "published AlexNet (ImageNet-P)" in html  # ImageNet-P runs divide by the paper's values: bars shown
     assert "<script" not in html
 
 
@@ -75,7 +76,7 @@ def test_numbers_equal_those_recomputed_from_stored_predictions(perturbation_sto
         if r.benchmark == "imagenet-p":  # 4 of the 10 test perturbations: the subset means, marked
             mfr, mt5d = f"{100 * t[('mfr_subset', '')]:.1f} (4 of 10)", f"{100 * t[('mt5d_subset', '')]:.1f} (4 of 10)"
             assert f"<td>{mfr}</td><td>{mt5d}</td><td>{mean_fp}</td>" in html
-            assert headline(r) == f"mFR {mfr}; mT5D {mt5d}"
+            assert headline(r) == f"mFR {mfr}; mT5D {mt5d} vs published AlexNet"
         else:  # cifar setting: no AlexNet normalisation
             assert f"<td>–</td><td>–</td><td>{mean_fp}</td>" in html
             assert headline(r) == f"mean flip probability {mean_fp}%"
@@ -94,8 +95,29 @@ def test_most_flipping_sequences_match_the_plugin(perturbation_store):
 def test_example_frames_are_the_frames_the_run_read(perturbation_store):
     with open_store(perturbation_store) as st:
         run = next(r for r in collect_results(st) if r.benchmark == "imagenet-p")
-    folders, rows, picked = perturbation_frames(run)
-    assert folders == run.config["folders"] and picked == [0, 6, 12, 18, 24, 30]
+    folders, rows, picked, lengths = perturbation_frames(run)
+    assert folders == run.config["folders"] and all(p == [0, 6, 12, 18, 24, 30] for p in picked)
+    assert set(lengths) == {31}
     seq = np.load(sorted((Path(run.config["data"]) / "rotate").rglob("*.npy"))[0])
     np.testing.assert_array_equal(rows[folders.index("rotate")][2], seq[12])
     assert not np.array_equal(rows[folders.index("rotate")][0], rows[folders.index("rotate")][-1])
+
+
+def test_rates_name_their_baseline_run_and_no_published_bars_beside_own_data(tmp_path):
+    """perturbed (cifar setting) runs normalised by a baseline run: the flip-rate figure and the
+    table name that run, and AlexNet's published ImageNet-P bars (other images, 224 px) are absent."""
+    images = make_folder(tmp_path / "images", WNIDS, 2, size=(32, 32), seed=11)
+    store = tmp_path / "store"
+    opts = dict(store=store, workers=0, batch_size=6, setting="cifar", perturbations="rotate,scale,translate",
+                progress=False)
+    base_model, model = TinyCNN(1000, seed=1), TinyCNN(1000, seed=2)
+    base_model.name, model.name = "tiny-base", "tiny-b"
+    base = evaluate(base_model, "perturbed", images, baseline_run="self", **opts)
+    evaluate(model, "perturbed", images, baseline_run=base.run_id, **opts)
+    with open_store(store) as st:
+        html = write_report(st, tmp_path / "r.html").read_text()
+    assert "AlexNet" not in html
+    assert f"tiny-base (run {base.run_id[:10]})" in html  # the "normalised by" column
+    assert "flip rate FR (% of tiny-base)" in html
+    # CIFAR-10-P lengths differ (translate 16 frames, rotate and scale 31): each row names its own frames
+    assert "the sequences differ in length" in html and "Frames 0, 6, 12" not in html

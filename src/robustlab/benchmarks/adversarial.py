@@ -66,10 +66,34 @@ def setting_name(attack: str, norm: str, eps: float) -> str:
     return f"{attack}/{norm}/{eps:g}"
 
 
+def accuracy_rise(config: Mapping[str, Any], table: Mapping[tuple[str, str], float]
+                  ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """Where accuracy under attack climbs back with eps by more than one sample:
+    ``((eps, accuracy) at the lowest point before the climb, (eps, accuracy) at its highest after)``,
+    or None when the curve never rises by more than 1/n. An attack that works never does worse at a
+    larger eps, so a climb is the attack failing (gradient masking, label leaking), not robustness."""
+    n = table.get(("n", ""), 0)
+    points = [(float(e), table.get(("accuracy", setting_name(config["attack"], config["norm"], float(e)))))
+              for e in config["eps"]]
+    points = [(e, a) for e, a in points if a is not None]
+    tolerance = 1.0 / n + 1e-12 if n else 1e-12
+    best = None
+    for i, (e_low, a_low) in enumerate(points):
+        later = points[i + 1:]
+        if not later:
+            break
+        e_high, a_high = max(later, key=lambda p: p[1])
+        if a_high - a_low > tolerance and (best is None or a_high - a_low > best[1][1] - best[0][1]):
+            best = ((e_low, a_low), (e_high, a_high))
+    return best
+
+
 @register_benchmark
 class AdversarialAUC(Benchmark):
     """Accuracy vs attack strength and R. Options: ``eps`` (paper grid), ``attack`` (fgsm|pgd),
-    ``norm`` (linf|l2), ``steps`` (10), ``rel_step_size`` (0.25), ``random_start`` (True), ``seed``
+    ``norm`` (linf|l2), ``steps`` (10), ``rel_step_size`` (0.25), ``random_start`` (True), ``nested``
+    (False; PGD only: each strength starts from the previous one's perturbation -- monotone in eps
+    and several times faster, see :func:`robustlab.attacks.epsilon_sweep`), ``seed``
     (0), ``eps0``/``eps1`` (interval of R; default the grid's ends), ``split`` (test),
     ``data_root`` (downloads of named sets), ``class_map``, ``limit``, ``shard_size`` (1000).
     """
@@ -79,7 +103,7 @@ class AdversarialAUC(Benchmark):
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
 
-    def configure(self, data: str, *, eps=None, attack="fgsm", norm="linf", steps=10, rel_step_size=0.25,
+    def configure(self, data: str, *, eps=None, attack="fgsm", norm="linf", steps=10, rel_step_size=0.25, nested=False,
                   random_start=True, seed=0, eps0=None, eps1=None, split="test", data_root="~/.robustlab/data",
                   class_map=None, limit=None, shard_size=1000, corruptions=None, severities=None,
                   save_logits=None, **other: Any) -> dict[str, Any]:
@@ -108,6 +132,10 @@ class AdversarialAUC(Benchmark):
             "class_map": None if named else class_map_config(class_map),
             "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
         }
+        if nested not in (False, None, "false", "False", "0", 0):
+            if attack != "pgd":
+                raise InputError("nested applies to PGD only (-o attack=pgd -o nested=true).")
+            config["nested"] = True  # only when set: runs made before the option keep their identity
         config["num_classes"] = len(self._base(config).classes)
         return config
 
@@ -142,7 +170,8 @@ class AdversarialAUC(Benchmark):
         x, labels = batch.stacked_inputs(device), batch.label_tensor(device)
         seed = derive_seed(config["seed"], tuple(labels.tolist()))  # per batch, reproducible on resume
         kwargs = {"steps": config["steps"], "rel_step_size": config["rel_step_size"],
-                  "random_start": config["random_start"]} if config["attack"] == "pgd" else {}
+                  "random_start": config["random_start"], "nested": bool(config.get("nested"))
+                  } if config["attack"] == "pgd" else {}
         import warnings
 
         from ..attacks import GradientMaskingWarning
@@ -195,8 +224,19 @@ class AdversarialAUC(Benchmark):
                          "possible gradient masking; robustness may be overestimated.")
         if table.get(("within_ball", ""), 1) < 1:
             notes.append("some adversarial perturbations exceed their eps: this is a bug, please report it.")
-        if config["attack"] == "pgd" and table.get(("non_increasing", ""), 1) < 1:
-            notes.append("PGD accuracy rises with eps somewhere: the attack is not converging; use more steps.")
+        rise = accuracy_rise(config, table)
+        if rise is not None:
+            (e_low, a_low), (e_high, a_high) = rise
+            where = (f"{config['attack'].upper()} accuracy is not monotone in eps: it climbs back from {100 * a_low:.1f} % "
+                     f"at eps {e_low:g} to {100 * a_high:.1f} % at eps {e_high:g}")
+            if config["attack"] == "pgd":
+                notes.append(f"{where}: the attack is not converging; use more steps (-o steps=40).")
+            else:
+                notes.append(f"{where}. A stronger attack never does worse at a larger eps, so this is the attack "
+                             "failing, not the model resisting: FGSM's single step overshoots at large eps, the usual "
+                             "sign of gradient masking (or label leaking when the model was trained on FGSM "
+                             "examples). R counts the climb as robustness and overstates it; compare R with PGD "
+                             "beside it (the same command with -o attack=pgd).")
         return notes
 
     def text(self, config, summary, metrics) -> list[str]:
@@ -226,5 +266,11 @@ class AdversarialAUC(Benchmark):
             curve.append({"eps": e, "accuracy": table.get(("accuracy", s)), "low": table.get(("accuracy_low", s)),
                           "high": table.get(("accuracy_high", s)), "normalised": table.get(("normalised_accuracy", s))})
         r = next((v for m, _, v in metrics if m == "R"), math.nan)
-        return {"attack": config["attack"], "norm": config["norm"], "curve": curve,
-                "R": None if math.isnan(r) else r, "interval": [config["eps0"], config["eps1"]]}
+        out = {"attack": config["attack"], "norm": config["norm"], "curve": curve,
+               "R": None if math.isnan(r) else r, "interval": [config["eps0"], config["eps1"]]}
+        rise = accuracy_rise(config, table)
+        if rise is not None:
+            (e_low, a_low), (e_high, a_high) = rise
+            out["non_monotone"] = {"eps_low": e_low, "accuracy_low": a_low, "eps_high": e_high,
+                                   "accuracy_high": a_high}
+        return out

@@ -35,10 +35,11 @@ from ..metrics.corruption import (
     BENCHMARK_CORRUPTIONS,
     N_SEVERITIES,
     CorruptionBaseline,
-    corruption_errors,
+    corruption_error_terms,
     get_corruption_baseline,
-    relative_corruption_errors,
+    relative_ce_terms,
 )
+from ..metrics.ratios import mean_of_defined
 from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Sample, sample_id
 from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
@@ -112,21 +113,26 @@ def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mappi
 
     This is how a model other than AlexNet normalises CE and relative CE (the demo's shipped
     baseline model, or any reference network evaluated on the same data and corruptions).
+
+    The baseline carries its sample counts, so ratios whose denominator is within its sampling
+    error come out undefined (:func:`robustlab.metrics.relative_ce_terms`).
     """
     setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
     counts = setting_counts(predictions, setting_of)
     error = {s: e1 / n for s, (n, e1, _) in counts.items() if n}
-    errors = {}
+    errors, samples = {}, {}
     for c in config["corruptions"]:
         errs = [error.get(f"{c}/{s}") for s in range(1, N_SEVERITIES + 1)]
         if all(e is not None for e in errs):
             errors[c] = float(np.mean(errs))
+            samples[c] = min(counts[f"{c}/{s}"][0] for s in range(1, N_SEVERITIES + 1))
     if not errors:
         raise DataError(f"baseline run {config['baseline_run']} has none of the corruptions "
                         f"{', '.join(config['corruptions'])} at all 5 severities; evaluate the baseline model on "
                         "the same corruptions first.")
     return CorruptionBaseline(f"run:{config['baseline_run']}", errors, error.get(CLEAN),
-                              source=f"stored run {config['baseline_run']}")
+                              source=f"stored run {config['baseline_run']}", samples=samples,
+                              clean_samples=counts[CLEAN][0] if CLEAN in error else None)
 
 
 #: How ratios are labelled when a benchmark on a user's own data (``corrupted``, ``perturbed``)
@@ -222,36 +228,39 @@ def corruption_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapp
         return rows
     baseline = baseline or get_corruption_baseline(config.get("baseline", "alexnet"))
     known = [c for c in per_corruption if c in baseline.errors]
-    # Per corruption, so one undefined ratio (a baseline error of 0, or equal to its clean
-    # error, on a small set) drops that corruption only; corruption_notes says which.
-    ce = _defined(lambda c: corruption_errors({c: per_corruption[c]}, baseline=baseline)[c], known)
+    # Per corruption, so one undefined ratio (a baseline error within its sampling error on a
+    # small set) drops that corruption only; the rows below let corruption_notes say why.
+    ce_terms = {c: corruption_error_terms({c: per_corruption[c]}, baseline=baseline)[c] for c in known}
+    ce = {c: t.value for c, t in ce_terms.items() if t.defined}
     rows.extend(("ce", c, v) for c, v in ce.items())
-    rce: dict[str, float] = {}
+    for c, t in ce_terms.items():
+        if not t.defined:
+            rows += [("ce_baseline_error", c, t.denominator), ("ce_baseline_margin", c, t.margin)]
+    rce_terms = {}
     if clean_error is not None and known and baseline.clean_error is not None:
-        rce = _defined(lambda c: relative_corruption_errors({c: per_corruption[c]}, clean_error, baseline=baseline)[c],
-                       known)
-        rows.extend(("relative_ce", c, v) for c, v in rce.items())
-    bench = [c for c in BENCHMARK_CORRUPTIONS if c in ce]
+        rce_terms = {c: relative_ce_terms({c: per_corruption[c]}, clean_error, baseline=baseline)[c] for c in known}
+        rows.append(("relative_ce_baseline_clean_error", "", baseline.clean_error))
+        for c, t in rce_terms.items():
+            if t.defined:
+                rows.append(("relative_ce", c, t.value))
+            rows += [("relative_ce_baseline_change", c, t.denominator), ("relative_ce_baseline_margin", c, t.margin)]
+    bench = [c for c in BENCHMARK_CORRUPTIONS if c in ce_terms]
     suffix = "" if len(bench) == len(BENCHMARK_CORRUPTIONS) else "_subset"
+    mean_ce = mean_of_defined(ce_terms[c] for c in bench)
+    if mean_ce.value is not None:
+        rows.append((f"mce{suffix}", "", mean_ce.value))
+        if mean_ce.undefined:
+            rows.append((f"mce{suffix}_terms", "", float(mean_ce.n_used)))
     if bench:
-        rows.append((f"mce{suffix}", "", float(np.mean([ce[c] for c in bench]))))
         rows.append((f"mean_corruption_accuracy{suffix}", "", float(np.mean([1 - per_corruption[c].mean() for c in bench]))))
-    rel_bench = [c for c in BENCHMARK_CORRUPTIONS if c in rce]
+    rel_bench = [c for c in BENCHMARK_CORRUPTIONS if c in rce_terms]
     if rel_bench:
         rel_suffix = "" if len(rel_bench) == len(BENCHMARK_CORRUPTIONS) else "_subset"
-        rows.append((f"relative_mce{rel_suffix}", "", float(np.mean([rce[c] for c in rel_bench]))))
+        detail = mean_of_defined(rce_terms[c] for c in rel_bench)
+        rows.append((f"relative_mce{rel_suffix}_terms", "", float(detail.n_used)))
+        if detail.value is not None:
+            rows.append((f"relative_mce{rel_suffix}", "", detail.value))
     return rows
-
-
-def _defined(ratio, corruptions: Iterable[str]) -> dict[str, float]:
-    """``{c: ratio(c)}`` for the corruptions whose ratio is defined (InputError means undefined)."""
-    out = {}
-    for c in corruptions:
-        try:
-            out[c] = ratio(c)
-        except InputError:
-            continue
-    return out
 
 
 def on_the_fly_note(config: Mapping[str, Any]) -> str:
@@ -265,69 +274,177 @@ def on_the_fly_note(config: Mapping[str, Any]) -> str:
             "the released files, not bit-identical.")
 
 
-def corruption_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow], *, clean_hint: str) -> list[str]:
-    names = {(m, s) for m, s, _ in metrics}
+def _points(before: float, after: float) -> str:
+    """``"37.3 -> 36.1 %"``: an error before and after, in percent."""
+    return f"{100 * before:.1f} → {100 * after:.1f} %"
+
+
+def relative_ce_reasons(metrics: Iterable[MetricRow]) -> dict[str, str]:
+    """``{corruption: why its relative CE is n/a}`` from a run's stored rows (corruptions with a
+    stored baseline change and no relative CE). The reason names the baseline's error before
+    and after, and its sampling margin."""
+    table = {(m, s): v for m, s, v in metrics}
+    base_clean = table.get(("relative_ce_baseline_clean_error", ""))
+    out = {}
+    for (m, c), change in table.items():
+        if m != "relative_ce_baseline_change" or ("relative_ce", c) in table or base_clean is None:
+            continue
+        margin = table.get(("relative_ce_baseline_margin", c), 0.0)
+        moved = _points(base_clean, base_clean + change)
+        if change < 0:
+            out[c] = f"the baseline's error falls under it ({moved}), so there is no rise to divide by"
+        elif change == 0:
+            out[c] = f"the baseline's error does not change under it ({moved})"
+        else:
+            out[c] = (f"the baseline's error rises only {100 * change:.1f} points ({moved}), within its sampling "
+                      f"error (±{100 * margin:.1f} points, 95 %)")
+    return dict(sorted(out.items(), key=lambda kv: _corruption_order(kv[0])))
+
+
+def _corruption_order(name: str) -> tuple[int, str]:
+    from ..metrics.corruption import ALL_CORRUPTIONS
+
+    return (ALL_CORRUPTIONS.index(name) if name in ALL_CORRUPTIONS else len(ALL_CORRUPTIONS), name)
+
+
+def ce_reasons(metrics: Iterable[MetricRow]) -> dict[str, str]:
+    """``{corruption: why its CE is n/a}``: the baseline's error there is within its sampling error."""
+    table = {(m, s): v for m, s, v in metrics}
+    return {c: ("the baseline makes no errors there" if v <= 0 else
+                f"the baseline's error there ({100 * v:.1f} %) is within its sampling error "
+                f"(±{100 * table.get(('ce_baseline_margin', c), 0.0):.1f} points, 95 %)")
+            for (m, c), v in sorted(table.items(), key=lambda kv: _corruption_order(kv[0][1]))
+            if m == "ce_baseline_error"}
+
+
+def relative_ce_direction_notes(metrics: Iterable[MetricRow]) -> list[str]:
+    """For defined relative CE terms outside 0-1000 %: which model's error moved, and which way."""
+    table = {(m, s): v for m, s, v in metrics}
+    clean, base_clean = table.get(("clean_error", "")), table.get(("relative_ce_baseline_clean_error", ""))
     notes = []
-    have = [c for c in BENCHMARK_CORRUPTIONS if ("ce", c) in names]
+    for (m, c), value in sorted(table.items()):
+        if m != "relative_ce" or 0 <= value <= 10:
+            continue
+        mine, base = table.get(("mean_error", c)), table.get(("relative_ce_baseline_change", c))
+        if mine is None or clean is None or base is None or base_clean is None:
+            notes.append(f"relative CE of {c} is {100 * value:.1f} %, outside 0-1000 %.")
+            continue
+        theirs = _points(base_clean, base_clean + base)
+        if value < 0:
+            notes.append(f"relative CE of {c} is {100 * value:.1f} %: this model's error falls under it "
+                         f"({_points(clean, mine)}) while the baseline's rises ({theirs}); below 0 means the "
+                         "corruption helps this model.")
+        else:
+            notes.append(f"relative CE of {c} is {100 * value:.0f} %: this model's error rises "
+                         f"{100 * (mine - clean):.1f} points ({_points(clean, mine)}) while the baseline's rises only "
+                         f"{100 * base:.1f} ({theirs}).")
+    return notes
+
+
+def corruption_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow], *, clean_hint: str) -> list[str]:
+    metrics = list(metrics)
+    names = {(m, s) for m, s, _ in metrics}
+    table = {(m, s): v for m, s, v in metrics}
+    notes = []
     if config.get("layout") == "cifar":
         return ["CE and mCE use ImageNet's AlexNet baseline and are not reported for CIFAR-10-C; "
                 "compare the per-severity errors and their mean instead."]
-    if ("mce", "") not in names:
+    have = [c for c in BENCHMARK_CORRUPTIONS if ("ce", c) in names or ("ce_baseline_error", c) in names]
+    if ("mce", "") not in names and ("mce_terms", "") not in names:
         missing = [c for c in BENCHMARK_CORRUPTIONS if c not in have]
-        notes.append(f"mCE needs the 15 benchmark corruptions at severities 1-5; {len(have)} complete, missing "
-                     f"{', '.join(missing)}. mce_subset is the mean CE over the complete ones.")
-    unstable = sorted(s for m, s, v in metrics if m == "relative_ce" and not 0 <= v <= 10)
-    if unstable:
-        notes.append(f"relative CE of {', '.join(unstable)} is outside 0-1000%: the baseline's error barely changes (or "
-                     "drops) under them, so the ratio is unstable; relative mCE inherits it. Read mCE instead.")
-    undefined = [c for c in have if ("relative_ce", c) not in names]
-    if undefined and ("clean_error", "") in names:
-        notes.append(f"relative CE undefined for {', '.join(undefined)}: the baseline's error there equals its clean "
-                     "error (typical of small sets); relative mCE averages the others.")
+        if missing:
+            notes.append(f"mCE needs the 15 benchmark corruptions at severities 1-5; {len(have)} complete, missing "
+                         f"{', '.join(missing)}. mce_subset is the mean CE over the complete ones.")
+    ce_na = ce_reasons(metrics)
+    if ce_na:
+        notes.append("CE n/a for " + "; ".join(f"{c}: {why}" for c, why in ce_na.items())
+                     + ". mCE averages the defined terms only.")
+    rel_na = relative_ce_reasons(metrics)
+    if rel_na:
+        key = "relative_mce" if ("relative_mce_terms", "") in names else "relative_mce_subset"
+        used = table.get((f"{key}_terms", ""))
+        evaluated = len([c for c in BENCHMARK_CORRUPTIONS if ("relative_ce_baseline_change", c) in names])
+        notes.append("relative CE n/a for " + "; ".join(f"{c}: {why}" for c, why in rel_na.items()) + "."
+                     + (f" Relative mCE averages the other {int(used)} of {evaluated} benchmark corruptions."
+                        if used is not None and used > 0 else " No benchmark corruption has a defined relative CE."))
+    notes += relative_ce_direction_notes(metrics)
     if ("clean_error", "") not in names:
         notes.append(f"relative mCE unavailable: no clean error for this run ({clean_hint}).")
     return notes
 
 
 def corruption_summary_dict(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> dict[str, Any]:
+    """The run's summary (``--json``, ``show``): per corruption the errors, CE and relative CE
+    (None with ``ce_na`` / ``relative_ce_na`` saying why where undefined), and the means, with
+    ``relative_mce_terms`` (and ``mce_terms`` when a CE is undefined): how many terms they average."""
+    metrics = list(metrics)
     table: dict[tuple[str, str], float] = {(m, s): v for m, s, v in metrics}
+    rel_na, ce_na = relative_ce_reasons(metrics), ce_reasons(metrics)
     corruptions = {}
     for c in config["corruptions"]:
         sev = {s: table.get(("error", f"{c}/{s}")) for s in config["severities"]}
         corruptions[c] = {"errors": {str(s): v for s, v in sev.items()}, "mean_error": table.get(("mean_error", c)),
                           "ce": table.get(("ce", c)), "relative_ce": table.get(("relative_ce", c))}
+        if c in ce_na:
+            corruptions[c]["ce_na"] = ce_na[c]
+        if c in rel_na:
+            corruptions[c]["relative_ce_na"] = rel_na[c]
     out = {"clean_error": table.get(("clean_error", "")), "corruptions": corruptions}
     for key in ("mce", "relative_mce", "mean_corruption_accuracy"):
         out[key] = table.get((key, ""))
         if table.get((f"{key}_subset", "")) is not None:
             out[f"{key}_subset"] = table[(f"{key}_subset", "")]
+    for key in ("mce", "relative_mce"):
+        for form in (key, f"{key}_subset"):
+            if (f"{form}_terms", "") in table:
+                out[f"{form}_terms"] = int(table[(f"{form}_terms", "")])
+                out[f"{form}_of"] = len([c for c in BENCHMARK_CORRUPTIONS if c in corruptions and (
+                    ("relative_ce_baseline_change", c) in table if key == "relative_mce"
+                    else (("ce", c) in table or ("ce_baseline_error", c) in table))])
+    if rel_na and out.get("relative_mce") is None and out.get("relative_mce_subset") is None:
+        out["relative_mce_na"] = "no benchmark corruption has a defined relative CE"
     return out
+
+
+#: The legend of ``show``'s corruption table and the report's: what the columns divide by.
+CE_LEGEND = ("CE = the model's mean error under a corruption / the baseline's; relCE = the model's rise in error "
+             "over its clean error / the baseline's rise; both in %, 100 = the baseline; n/a = undefined (the "
+             "baseline's number is within its sampling error; the notes say why); s1-s5 = top-1 error (%) per severity.")
 
 
 def corruption_text(config: Mapping[str, Any], summary: Mapping[str, Any]) -> list[str]:
     """``robustlab show`` layout: per corruption CE, relative CE and the error per severity, then
-    clean error, mCE, relative mCE and mean corruption accuracy (all in percent)."""
+    clean error, mCE, relative mCE and mean corruption accuracy (all in percent). Undefined
+    ratios print ``n/a`` with the reason, never a number."""
     from ..engine.report import pct, text_table
+
+    def ratio(row: Mapping[str, Any], key: str) -> str:
+        return "n/a" if row.get(f"{key}_na") else pct(row.get(key))
 
     lines: list[str] = []
     corruptions = summary.get("corruptions") or {}
     if corruptions:
         sev = list(config.get("severities", []))
-        rows = [[name, pct(row.get("ce")), pct(row.get("relative_ce"))]
+        rows = [[name, ratio(row, "ce"), ratio(row, "relative_ce")]
                 + [pct(row["errors"].get(str(s))) for s in sev] + [pct(row.get("mean_error"))]
                 for name, row in corruptions.items()]
         lines += ["errors and corruption errors (%)"]
         lines += text_table(["corruption", "CE", "relCE"] + [f"s{s}" for s in sev] + ["mean"], rows, first_width=18)
-        lines.append("")
+        lines += [f"legend: {CE_LEGEND}", ""]
     labels = {"clean_error": "clean error", "mce": "mCE", "mce_subset": "mCE (subset)",
               "relative_mce": "relative mCE", "relative_mce_subset": "relative mCE (subset)",
               "mean_corruption_accuracy": "mean corruption accuracy",
               "mean_corruption_accuracy_subset": "mean corruption accuracy (subset)"}
     for key, label in labels.items():
         if summary.get(key) is not None:
-            lines.append(f"{label:<34}{pct(summary[key]):>7}")
+            terms = summary.get(f"{key}_terms")
+            of = f"  ({terms} of {summary.get(f'{key}_of')} corruptions: the defined terms)" if (
+                terms is not None and terms != summary.get(f"{key}_of")) else ""
+            lines.append(f"{label:<34}{pct(summary[key]):>7}{of}")
+    if summary.get("relative_mce_na"):
+        lines.append(f"{'relative mCE':<34}{'n/a':>7}  ({summary['relative_mce_na']})")
     if summary.get("ce_baseline"):
-        lines.append(f"{'CE normalised by':<34}{summary['ce_baseline']}")
+        lines.append(f"{'CE normalised by':<34}{summary['ce_baseline'].removeprefix('vs ')}")
     return lines
 
 

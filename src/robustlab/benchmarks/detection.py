@@ -339,8 +339,10 @@ def detection_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
         notes.append(f"{int(sum(skipped.values()))} image evaluations had no predictions (unreadable or too small; "
                      "see the run's problems) and count as images without detections.")
     if ("rmse_vs_rpc:slope", "") in table:
-        notes.append(f"RMSE vs rPC over corruptions: slope {table[('rmse_vs_rpc:slope', '')]:.4g} per pixel unit, "
-                     f"Pearson r {table[('rmse_vs_rpc:pearson_r', '')]:.3f}.")
+        slope = table[("rmse_vs_rpc:slope", "")]
+        notes.append(f"RMSE vs rPC over corruptions: slope {100 * slope:+.3g} points of rPC (%) per grey level of "
+                     f"pixel RMSE (0-255 scale; {slope:.4g} as a fraction of P per grey level), Pearson r "
+                     f"{table[('rmse_vs_rpc:pearson_r', '')]:.3f}.")
     return notes
 
 

@@ -41,6 +41,7 @@ from ..data.classification import ImageFolderSamples, SampleView, read_image_fol
 from ..data.fingerprint import files_fingerprint
 from ..safeload import load_npy
 from ..errors import DataError, InputError
+from ..metrics.ratios import mean_margin, mean_of_defined, normalised_term
 from ..metrics.stability import (
     TEST_PERTURBATIONS,
     flip_counts,
@@ -48,6 +49,8 @@ from ..metrics.stability import (
     frame_pairs,
     StabilityBaseline,
     get_stability_baseline,
+    sequence_flip_probabilities,
+    sequence_top5_distances,
     top5_distance,
 )
 from ..perturbations import frame_count, generate, get_perturbation, list_perturbations
@@ -282,10 +285,14 @@ def stability_baseline_from_run(config: Mapping[str, Any],
     """Flip probability and top-5 distance (stride 1, difficulty 1) of another stored run, as the
     baseline of FR and the T5D ratios (the role AlexNet plays in the paper).
 
-    Perturbations the baseline model never flips on are left out (nothing to normalise by).
+    Each value carries its sampling margin (95 %, from the spread of its per-sequence values):
+    a rate whose baseline value is not above its margin is undefined (e.g. a perturbation the
+    baseline model never, or barely, flips on).
     """
     fp: dict[str, float] = {}
     t5: dict[str, float] = {}
+    fp_margin: dict[str, float] = {}
+    t5_margin: dict[str, float] = {}
     for setting, data in setting_rankings(predictions).items():
         perturbation, difficulty = parse_folder(setting) or (setting, 1)
         if difficulty != 1:
@@ -293,14 +300,15 @@ def stability_baseline_from_run(config: Mapping[str, Any],
         noise = get_perturbation(perturbation).noise
         ranks = data["rankings"]
         fp[perturbation] = flip_probability(ranks[..., 0], noise=noise, stride=1)
+        fp_margin[perturbation] = mean_margin(sequence_flip_probabilities(ranks[..., 0], noise=noise, stride=1))
         if ranks.shape[2] >= 5:
             t5[perturbation] = top5_distance(ranks, noise=noise, stride=1)
-    usable = [p for p in fp if fp[p] > 0]
-    if not usable:
+            t5_margin[perturbation] = mean_margin(sequence_top5_distances(ranks, noise=noise, stride=1))
+    if not any(v > 0 for v in fp.values()):
         raise DataError(f"baseline run {config['baseline_run']} never flips on any perturbation: it cannot normalise "
                         "flip rates; choose another baseline model.")
-    return StabilityBaseline(f"run:{config['baseline_run']}", {p: fp[p] for p in usable},
-                             {p: t5[p] for p in usable if t5.get(p, 0) > 0}, source=f"stored run {config['baseline_run']}")
+    return StabilityBaseline(f"run:{config['baseline_run']}", fp, t5, source=f"stored run {config['baseline_run']}",
+                             flip_probability_margin=fp_margin, top5_distance_margin=t5_margin)
 
 
 def difficulty_applies(noise: bool, folder_difficulty: int, stride: int) -> bool:
@@ -329,8 +337,9 @@ def stability_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mappi
     rows: list[MetricRow] = []
     if baseline is None and config.get("setting") == "imagenet":
         baseline = get_stability_baseline(config.get("baseline", "alexnet"))
-    fp: dict[int, dict[str, float]] = {d: {} for d in config["strides"]}
-    t5d: dict[int, dict[str, float]] = {d: {} for d in config["strides"]}
+    fr_terms: dict[int, dict] = {d: {} for d in config["strides"]}
+    t5_terms: dict[int, dict] = {d: {} for d in config["strides"]}
+    denominators: set[str] = set()
     for setting, data in setting_rankings(predictions).items():
         perturbation, difficulty = parse_folder(setting) or (setting, 1)
         noise = get_perturbation(perturbation).noise
@@ -346,22 +355,36 @@ def stability_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mappi
                 dist = top5_distance(ranks, noise=noise, stride=d)
                 rows.append(("top5_distance", key, dist))
             if baseline is not None and difficulty_applies(noise, difficulty, d) and perturbation in baseline.flip_probability:
-                fp[d][perturbation] = value
-                rows.append(("flip_rate", key, value / baseline.flip_probability[perturbation]))
+                denominators.add(perturbation)
+                term = normalised_term(perturbation, value, baseline.flip_probability[perturbation],
+                                       baseline.margin("flip_probability", perturbation))
+                fr_terms[d][perturbation] = term
+                if term.defined:
+                    rows.append(("flip_rate", key, term.value))
                 if ranks.shape[2] >= 5 and perturbation in baseline.top5_distance:
-                    t5d[d][perturbation] = dist
-                    rows.append(("top5_distance_rate", key, dist / baseline.top5_distance[perturbation]))
+                    term = normalised_term(perturbation, dist, baseline.top5_distance[perturbation],
+                                           baseline.margin("top5_distance", perturbation))
+                    t5_terms[d][perturbation] = term
+                    if term.defined:
+                        rows.append(("top5_distance_rate", key, term.value))
+    if baseline is not None and (baseline.flip_probability_margin or baseline.top5_distance_margin):
+        for p in sorted(denominators):  # the denominators and their margins: why a rate is n/a
+            rows += [("fr_baseline", p, baseline.flip_probability[p]),
+                     ("fr_baseline_margin", p, baseline.margin("flip_probability", p))]
+            if p in baseline.top5_distance:
+                rows += [("t5d_rate_baseline", p, baseline.top5_distance[p]),
+                         ("t5d_rate_baseline_margin", p, baseline.margin("top5_distance", p))]
     for d in config["strides"]:
-        for name, values, base in (("mfr", fp[d], baseline and baseline.flip_probability),
-                                   ("mt5d", t5d[d], baseline and baseline.top5_distance)):
-            present = [p for p in TEST_PERTURBATIONS if p in values]
+        for name, terms in (("mfr", fr_terms[d]), ("mt5d", t5_terms[d])):
+            present = [p for p in TEST_PERTURBATIONS if p in terms]
             if not present:
                 continue
-            mean = float(np.mean([values[p] / base[p] for p in present]))
+            detail = mean_of_defined(terms[p] for p in present)
             suffix = "" if len(present) == len(TEST_PERTURBATIONS) else "_subset"
-            rows.append((f"{name}{suffix}", f"stride-{d}", mean))
-            if d == 1:
-                rows.append((f"{name}{suffix}", "", mean))
+            for where in ([f"stride-{d}", ""] if d == 1 else [f"stride-{d}"]):
+                rows.append((f"{name}{suffix}_terms", where, float(detail.n_used)))
+                if detail.value is not None:
+                    rows.append((f"{name}{suffix}", where, detail.value))
     return rows
 
 
@@ -407,17 +430,59 @@ def most_flipping_sequences(run: str, *, store: object = None, stride: int = 1, 
     return rows if top is None else rows[:top]
 
 
+def rate_reasons(metrics: Iterable[MetricRow]) -> dict[tuple[str, str], str]:
+    """``{("fr" or "t5d_rate", perturbation): why the rate is n/a}`` from a run's stored rows: the
+    baseline's value is 0 or within its sampling margin (only baselines measured in a run have one)."""
+    table = {(m, s): v for m, s, v in metrics}
+    out = {}
+    for (m, p), v in table.items():
+        if m not in ("fr_baseline", "t5d_rate_baseline"):
+            continue
+        margin = table.get((f"{m}_margin", p), 0.0)
+        if v > margin and v > 0:
+            continue
+        if m == "fr_baseline":
+            out[("fr", p)] = ("the baseline never flips on it" if v <= 0 else
+                              f"the baseline flips on only {100 * v:.2f} % of frame pairs, within its sampling error "
+                              f"(±{100 * margin:.2f} points, 95 %)")
+        else:
+            out[("t5d_rate", p)] = ("the baseline's top-5 distance is 0" if v <= 0 else
+                                    f"the baseline's top-5 distance {v:.3f} is within its sampling error "
+                                    f"(±{margin:.3f}, 95 %)")
+    return out
+
+
 def stability_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
-    """``{"mfr", "mt5d", "perturbations": {folder: {"stride-1": {"fp", "fr", "t5d", "t5d_rate"}}}}``."""
+    """``{"mfr", "mt5d", "perturbations": {folder: {"stride-1": {"fp", "fr", "t5d", "t5d_rate"}}}}``;
+    an undefined rate has ``"fr_na"`` / ``"t5d_rate_na"`` (the reason) instead of a value, and
+    ``mfr_terms`` / ``mt5d_terms`` say how many perturbations the means average."""
+    metrics = list(metrics)
     out: dict[str, Any] = {"perturbations": {}}
     short = {"flip_probability": "fp", "flip_rate": "fr", "top5_distance": "t5d", "top5_distance_rate": "t5d_rate"}
+    reasons = rate_reasons(metrics)
     for name, setting, value in metrics:
         if name in short:
             folder, stride = setting.rsplit("/", 1)
             out["perturbations"].setdefault(folder, {}).setdefault(stride, {})[short[name]] = value
         elif name.startswith(("mfr", "mt5d")):
             out[name if setting == "" else f"{name}/{setting}"] = value
+    for folder, by_stride in out["perturbations"].items():
+        perturbation, difficulty = parse_folder(folder) or (folder, 1)
+        noise = perturbation in list_perturbations("all") and get_perturbation(perturbation).noise
+        for stride, values in by_stride.items():
+            if not difficulty_applies(noise, difficulty, int(stride.rsplit("-", 1)[-1])):
+                continue
+            for key in ("fr", "t5d_rate"):
+                if key not in values and (key, perturbation) in reasons:
+                    values[f"{key}_na"] = reasons[(key, perturbation)]
     return out
+
+
+#: The legend of ``show``'s stability table and the report's: what the rates divide by.
+STABILITY_LEGEND = ("FP = share of frame pairs whose top-1 prediction differs (%); FR = FP / the baseline's FP (%, "
+                    "100 = the baseline); T5D = mean top-5 distance (rank positions); T5D rate = T5D / the baseline's "
+                    "(%); n/a = undefined (the baseline's value is within its sampling error; the notes say why); "
+                    "- = not measured at that difficulty.")
 
 
 def stability_text(metrics: Iterable[MetricRow]) -> list[str]:
@@ -426,14 +491,19 @@ def stability_text(metrics: Iterable[MetricRow]) -> list[str]:
     from ..engine.report import pct, text_table
 
     summary = stability_summary(metrics)
+
+    def rate(v: Mapping[str, Any], key: str) -> str:
+        return "n/a" if v.get(f"{key}_na") else pct(v.get(key))
+
     rows = []
     for folder, by_stride in summary["perturbations"].items():
         for stride, v in sorted(by_stride.items(), key=lambda kv: int(kv[0].rsplit("-", 1)[-1])):
-            rows.append([folder, stride.rsplit("-", 1)[-1], pct(v.get("fp"), 2), pct(v.get("fr")),
-                         "-" if v.get("t5d") is None else f"{v['t5d']:.3f}", pct(v.get("t5d_rate"))])
+            rows.append([folder, stride.rsplit("-", 1)[-1], pct(v.get("fp"), 2), rate(v, "fr"),
+                         "-" if v.get("t5d") is None else f"{v['t5d']:.3f}", rate(v, "t5d_rate")])
     lines = ["flip probability FP (%), flip rate FR (%), top-5 distance T5D and its rate (%), per difficulty (stride)"]
     lines += text_table(["perturbation", "difficulty", "FP", "FR", "T5D", "T5D rate"], rows, first_width=18)
-    aggregates = [(k, v) for k, v in summary.items() if k != "perturbations"]
+    lines.append(f"legend: {STABILITY_LEGEND}")
+    aggregates = [(k, v) for k, v in summary.items() if k != "perturbations" and "_terms" not in k.split("/")[0]]
     if aggregates:
         lines.append("")
         for key, value in sorted(aggregates, key=lambda kv: (kv[0].split("/")[-1], kv[0])):
@@ -441,16 +511,36 @@ def stability_text(metrics: Iterable[MetricRow]) -> list[str]:
             label = {"mfr": "mFR", "mt5d": "mT5D", "mfr_subset": "mFR (subset)", "mt5d_subset": "mT5D (subset)"}.get(
                 name, name)
             where = f" at difficulty {setting.rsplit('-', 1)[-1]}" if setting else " (difficulty 1, the headline)"
-            lines.append(f"{label + where:<40}{pct(value):>7}")
+            terms_key = f"{name}_terms" + (f"/{setting}" if setting else "")
+            of = _terms_text(summary, name, setting)
+            lines.append(f"{label + where:<40}{pct(value):>7}{of}" if terms_key in summary else
+                         f"{label + where:<40}{pct(value):>7}")
     return lines
+
+
+def _terms_text(summary: Mapping[str, Any], name: str, setting: str) -> str:
+    """``"  (9 of 10 perturbations: the defined terms)"`` when a mean left out undefined rates."""
+    used = summary.get(f"{name}_terms" + (f"/{setting}" if setting else ""))
+    of = sum(1 for folder, by_stride in summary["perturbations"].items()
+             if (parse_folder(folder) or (folder, 1))[0] in TEST_PERTURBATIONS
+             and any(k in by_stride.get(setting or "stride-1", {}) for k in (
+                 ("fr", "fr_na") if name.startswith("mfr") else ("t5d_rate", "t5d_rate_na"))))
+    return f"  ({int(used)} of {of} perturbations: the defined terms)" if used is not None and used < of else ""
 
 
 def difficulty_coverage(metrics: Iterable[MetricRow], stride: int) -> list[str]:
     """The perturbations an aggregate at ``stride`` covers (those with a flip rate there), in
     the paper's order."""
+    metrics = list(metrics)
     suffix = f"/stride-{stride}"
+    with_baseline = {s for m, s, _ in metrics if m == "fr_baseline"}  # includes those whose FR is n/a
     covered = {parse_folder(s[:-len(suffix)])[0] for m, s, _ in metrics
                if m == "flip_rate" and s.endswith(suffix) and parse_folder(s[:-len(suffix)])}
+    for m, s, _ in metrics:
+        parsed = parse_folder(s[:-len(suffix)]) if m == "flip_probability" and s.endswith(suffix) else None
+        if parsed and parsed[0] in with_baseline and difficulty_applies(get_perturbation(parsed[0]).noise, parsed[1],
+                                                                         stride):
+            covered.add(parsed[0])
     known = list_perturbations("all")
     return sorted(covered, key=lambda p: (known.index(p) if p in known else len(known), p))
 
@@ -497,6 +587,15 @@ def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
         notes += difficulty_coverage_notes(config, metrics)
     if "top5_distance" not in names:
         notes.append("top-5 distances need at least 5 classes; the model has fewer.")
+    reasons = rate_reasons(metrics)
+    for key, label, mean in (("fr", "FR", "mFR"), ("t5d_rate", "the T5D ratio", "mT5D")):
+        undefined = {p: why for (k, p), why in reasons.items() if k == key}
+        if undefined:
+            used = next((v for m, s, v in metrics if m in (f"{mean.lower()}_terms", f"{mean.lower()}_subset_terms")
+                         and s == ""), None)
+            notes.append(f"{label} n/a for " + "; ".join(f"{p}: {why}" for p, why in undefined.items()) + "."
+                         + (f" {mean} averages the other {int(used)} test perturbations." if used else
+                            f" {mean} has no defined term." if used is not None else ""))
     return notes
 
 

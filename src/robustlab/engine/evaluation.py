@@ -150,7 +150,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              corruptions: str | list[str] | None = None, severities: str | list[int] | None = None,
              batch_size: int = 64, workers: int | None = None, device: str | None = None,
              limit: int | None = None, preprocessing: Preprocessing | dict | None = None,
-             num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
+             num_classes: int | None = None, progress: str | bool | None = None, save_logits: bool = False,
              wrap: str | list[str] | None = None, executor: str | Any = "local",
              ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
              max_pixels: int | None = None, **options: Any) -> EvaluationResult:
@@ -178,7 +178,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     wrap : optional preprocessing wrappers, e.g. ``"clahe,ten-crop"`` (see
         :mod:`robustlab.models.wrappers`); part of the model's name, so a wrapped model's runs
         are stored apart from the plain model's
-    progress : show progress bars (default: when stderr is a terminal)
+    progress : ``auto`` (default: a bar when stderr is a terminal, else a log line every 15 s), ``bar``,
+        ``log`` or ``none`` (also True = bar, False = none); see :mod:`robustlab.engine.progress`
     save_logits : also store full logits per sample
     executor : ``"local"`` (default), ``"ray"`` or an :class:`~robustlab.engine.executor.Executor`
         Where the work runs; the stored results are the same either way.
@@ -205,7 +206,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     from .executor import ExecutionStats, ModelRef, get_executor
     from .work import UnitStream
 
+    from .progress import resolve_progress
+
     start = time.perf_counter()
+    resolve_progress(progress)  # an unknown mode fails before any work
     bench = get_benchmark(benchmark)
     runner = get_executor(executor, **_executor_options(executor, workers, ray_address))
     check_device(device)

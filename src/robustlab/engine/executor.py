@@ -32,7 +32,7 @@ from ..data.jobs import exit_with_parent, pool_context
 from ..errors import InputError
 from ..registry import Registry
 from .benchmark import Benchmark
-from .progress import RunProgress
+from .progress import RunProgress, run_progress
 from .work import (
     BatchTask,
     SharedSources,
@@ -114,7 +114,7 @@ class Executor:
     name: ClassVar[str] = ""
 
     def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
-            batch_size: int = 64, progress: bool | None = None, description: str = "evaluating") -> ExecutionStats:
+            batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating") -> ExecutionStats:
         raise NotImplementedError  # pragma: no cover - abstract
 
 
@@ -285,7 +285,7 @@ class LocalExecutor(Executor):
         self.workers = int(workers)
 
     def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
-            batch_size: int = 64, progress: bool | None = None, description: str = "evaluating",
+            batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating",
             loaded=None) -> ExecutionStats:
         batch_size = check_batch_size(batch_size)
         net = loaded if loaded is not None else model.load()
@@ -296,7 +296,7 @@ class LocalExecutor(Executor):
         stats = ExecutionStats()
         start = time.perf_counter()
         workers = self.workers
-        with RunProgress(description, enabled=progress) as bar, SharedSources() as shared:
+        with run_progress(description, progress) as bar, SharedSources() as shared:
             handles: dict[str, Any] = {}
 
             def share(work: UnitWork):

@@ -1,13 +1,22 @@
-"""Progress bars for runs (rich): samples done, throughput in images/s, elapsed time and ETA.
+"""Progress of runs: a rich bar on a terminal, plain log lines otherwise.
 
 Units are listed lazily, so the bar's total grows as units are listed; its description shows
 the units done and listed (``[3/12 units]``, ``[3/12+ units]`` while more are being planned).
-Bars go to stderr, so ``--json`` output on stdout stays machine-readable.
+Progress goes to stderr, so ``--json`` output on stdout stays machine-readable.
+
+Modes (``--progress``, :data:`PROGRESS_MODES`): ``bar`` (rich: samples done, images/s,
+elapsed, ETA), ``log`` (one plain line every :data:`LOG_INTERVAL` seconds: units done, samples
+done, samples/s, ETA -- for output redirected to a file, a CI log, ``nohup``), ``none``, and
+``auto``: the bar when stderr is a terminal, else log lines. ``bar`` without a terminal falls
+back to log lines, with a note (an animated bar in a file is unreadable).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from typing import TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -89,3 +98,144 @@ class RunProgress:
     def __exit__(self, *exc) -> None:
         if self._progress is not None:
             self._progress.__exit__(*exc)
+
+
+#: The choices of ``--progress``.
+PROGRESS_MODES = ("auto", "bar", "log", "none")
+#: Seconds between two log lines (one every 10-30 s; ``ROBUSTLAB_PROGRESS_INTERVAL`` overrides it).
+LOG_INTERVAL = 15.0
+INTERVAL_ENV = "ROBUSTLAB_PROGRESS_INTERVAL"
+
+
+def resolve_progress(mode: str | bool | None, stream: TextIO | None = None) -> tuple[str, str | None]:
+    """The mode to use -- ``"bar"``, ``"log"`` or ``"none"`` -- and a note when ``bar`` was asked
+    for without a terminal (then ``log``).
+
+    ``mode``: one of :data:`PROGRESS_MODES`, or the older booleans: None = ``auto``, True =
+    ``bar``, False = ``none``. ``stream``: where progress goes (default stderr).
+    """
+    from ..errors import unknown_name
+
+    if mode is None or mode is True or mode is False:
+        mode = {None: "auto", True: "bar", False: "none"}[mode]
+    if mode not in PROGRESS_MODES:
+        raise unknown_name("progress mode", str(mode), PROGRESS_MODES)
+    stream = sys.stderr if stream is None else stream
+    terminal = bool(getattr(stream, "isatty", lambda: False)())
+    if mode == "auto":
+        return ("bar" if terminal else "log"), None
+    if mode == "bar" and not terminal:
+        return "log", "--progress bar: stderr is not a terminal, so progress is printed as log lines instead."
+    return mode, None
+
+
+def duration_text(seconds: float) -> str:
+    """``"2 min 05 s"``, ``"1 h 04 min"``, ``"42 s"``: a duration for a log line."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {(seconds % 3600) // 60:02d} min"
+
+
+class LogProgress:
+    """:class:`RunProgress`'s interface, as a plain line every ``interval`` seconds on ``stream``:
+
+    ``corrupted 3f2a1b: 12/96 units, 1,800/14,400 samples (12 %), 85.3 samples/s, ETA 2 min 28 s``
+
+    (``12/40+ units`` while units are still being listed; no ETA before the total is known), and
+    a last line when the run ends. A daemon thread writes the lines, so a slow batch does not
+    silence them.
+    """
+
+    def __init__(self, description: str, total_samples: int = 0, total_units: int | None = None, *,
+                 interval: float = LOG_INTERVAL, stream: TextIO | None = None, note: str | None = None) -> None:
+        self.description = description
+        self.units_listed = 0
+        self.units_done = 0
+        self.total_units = total_units
+        self.samples_done = 0
+        self._total = total_samples
+        self.interval = float(interval)
+        self.stream = sys.stderr if stream is None else stream
+        self.note = note
+        self._start = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> LogProgress:
+        self._start = time.perf_counter()
+        if self.note:
+            self._write(self.note)
+        self._thread = threading.Thread(target=self._loop, name="robustlab-progress-log", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._write(self.line())
+
+    def _write(self, text: str) -> None:
+        try:
+            print(text, file=self.stream, flush=True)
+        except (OSError, ValueError):  # a closed stream: progress is best effort
+            pass
+
+    def line(self, final: bool = False) -> str:
+        """The current progress line (``final``: the run's last line)."""
+        elapsed = time.perf_counter() - self._start
+        rate = self.samples_done / elapsed if elapsed > 0 else 0.0
+        units = (f"{self.units_done}/{self.total_units} units" if self.total_units is not None
+                 else f"{self.units_done}/{self.units_listed}+ units")
+        samples = f"{self.samples_done:,}" + (f"/{self._total:,}" if self._total else "") + " samples"
+        if self._total:
+            samples += f" ({100 * self.samples_done / self._total:.0f} %)"
+        if final:
+            return f"{self.description}: done, {units}, {samples} in {duration_text(elapsed)} ({rate:.1f} samples/s)"
+        left = (self._total - self.samples_done) / rate if self._total and rate > 0 else None
+        if left is None:
+            eta = "ETA unknown"
+        elif self.total_units is None:  # more units may come: what is listed so far is a lower bound
+            eta = f"ETA at least {duration_text(left)} (units still being listed)"
+        else:
+            eta = f"ETA {duration_text(left)}"
+        return f"{self.description}: {units}, {samples}, {rate:.1f} samples/s, {eta}"
+
+    def add_samples(self, n_samples: int) -> None:
+        self.units_listed += 1
+        self._total += n_samples
+
+    def set_units_total(self, n_units: int) -> None:
+        self.total_units = n_units
+
+    def advance(self, n_samples: int) -> None:
+        self.samples_done += n_samples
+
+    def unit_done(self) -> None:
+        self.units_done += 1
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        if exc[0] is None:
+            self._write(self.line(final=True))
+
+
+def run_progress(description: str, mode: str | bool | None = None, *, stream: TextIO | None = None,
+                 interval: float | None = None) -> RunProgress | LogProgress:
+    """The progress display of a run for ``mode`` (see :func:`resolve_progress`): a rich bar,
+    log lines every ``interval`` seconds (default :data:`LOG_INTERVAL`, or ``$ROBUSTLAB_PROGRESS_INTERVAL``),
+    or a disabled bar (``none``)."""
+    import os
+
+    chosen, note = resolve_progress(mode, stream)
+    if interval is None:
+        try:
+            interval = float(os.environ.get(INTERVAL_ENV, LOG_INTERVAL))
+        except ValueError:
+            interval = LOG_INTERVAL
+    if chosen == "log":
+        return LogProgress(description, interval=interval, stream=stream, note=note)
+    return RunProgress(description, enabled=chosen == "bar")

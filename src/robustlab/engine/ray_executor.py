@@ -36,7 +36,7 @@ from ..errors import InputError, RobustlabError
 from .benchmark import Benchmark
 from .executor import EXECUTORS, ExecutionStats, Executor, ImagePreparer, ModelRef, UnitLedger, batch_tasks, \
     check_batch_size
-from .progress import RunProgress
+from .progress import run_progress
 from .work import UnitStream, load_batch, predict_batch, raise_batch_error, raise_recorded
 
 #: Seconds to wait for a Ray head's port before giving up on an address.
@@ -157,7 +157,7 @@ class RayExecutor(Executor):
         return True
 
     def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
-            batch_size: int = 64, progress: bool | None = None, description: str = "evaluating") -> ExecutionStats:
+            batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating") -> ExecutionStats:
         batch_size = check_batch_size(batch_size)
         ray = self.ray
         started = self._connect()
@@ -194,7 +194,7 @@ class RayExecutor(Executor):
         stats = ExecutionStats()
         start = time.perf_counter()
         limit = INFLIGHT_PER_SLOT * (slots + n_actors)
-        with RunProgress(description, enabled=progress) as bar:
+        with run_progress(description, progress) as bar:
             ledger = UnitLedger(store, run_id, batch_size, bar, stats)
             tasks = batch_tasks(stream, ledger, batch_size, share=lambda work: ray.put(work.source))
             inflight: list = []

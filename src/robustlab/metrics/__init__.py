@@ -3,8 +3,9 @@ with ``to_dict()``) out. No torch, no I/O (except the CSV reader), no global sta
 
 Conventions: accuracies, errors and flip probabilities are **fractions**; normalised scores
 (CE, mCE, relative mCE, FR, mFR, T5D ratios, mT5D) are **ratios**, 1.0 for the baseline
-(AlexNet) -- the papers print 100 x; :func:`percent` converts. See the README section
-"Metrics (Python API)".
+(AlexNet) -- the papers print 100 x; :func:`percent` converts. A ratio whose baseline
+denominator is within its sampling error is undefined (:mod:`.ratios`); means of ratios
+average the defined terms and say how many. See the README section "Metrics (Python API)".
 """
 
 from ..lazy import lazy_exports
@@ -30,7 +31,10 @@ _EXPORTS = {
             "mce",
             "mean_corruption_accuracy",
             "relative_corruption_errors",
+            "relative_ce_terms",
+            "corruption_error_terms",
             "relative_mce",
+            "relative_mce_detail",
         ),
         ".corruption",
     ),
@@ -57,6 +61,11 @@ _EXPORTS = {
     ),
     **dict.fromkeys(("CorruptionTable", "read_robustbench_csv"), ".robustbench"),
     **dict.fromkeys(
+        ("DefinedMean", "NormalisedTerm", "UndefinedTermsWarning", "Z_95", "binomial_margin", "mean_margin", "mean_of_defined",
+         "normalised_term"),
+        ".ratios",
+    ),
+    **dict.fromkeys(
         (
             "ALL_PERTURBATIONS",
             "NOISE_PERTURBATIONS",
@@ -71,7 +80,11 @@ _EXPORTS = {
             "get_stability_baseline",
             "list_stability_baselines",
             "mfr",
+            "mfr_detail",
             "mt5d",
+            "mt5d_detail",
+            "flip_rate_terms",
+            "top5_distance_rate_terms",
             "pair_top5_distances",
             "permutation_top5_distance",
             "perturbation_subset",

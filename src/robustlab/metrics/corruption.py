@@ -16,6 +16,17 @@ Input format
 A model's corruption errors are a mapping ``{corruption: value}`` where ``value`` is either the
 five errors of severities 1..5 (shape (5,)) or their mean (a scalar). Because CE is a ratio of
 sums over the same five severities, only the mean matters; partial severity lists are refused.
+
+Undefined terms
+---------------
+A baseline measured on a small set (a :class:`CorruptionBaseline` with ``samples``) has
+sampling error. A corruption's relative CE divides by the baseline's *rise* in error from clean
+data; when that rise is not larger than its sampling margin (95 %, see
+:mod:`robustlab.metrics.ratios`) -- or the baseline's error even drops -- the term is undefined:
+:func:`relative_ce_terms` says why, and the relative mCE averages the defined terms only
+(:func:`relative_mce_detail` names them). The same holds for CE when the baseline's error is not
+above its margin. The published AlexNet has no sample sizes (margin 0), so with it every term is
+defined and the paper's definitions apply unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +35,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Union
+
+import math
+import warnings
 
 import numpy as np
 
@@ -35,6 +49,15 @@ from ._checks import (
     check_nonempty_mapping,
     require_keys,
     to_builtin,
+)
+from .ratios import (
+    Z_95,
+    DefinedMean,
+    NormalisedTerm,
+    UndefinedTermsWarning,
+    binomial_margin,
+    mean_of_defined,
+    normalised_term,
 )
 
 __all__ = [
@@ -50,7 +73,11 @@ __all__ = [
     "corruption_errors",
     "mce",
     "relative_corruption_errors",
+    "relative_ce_terms",
+    "corruption_error_terms",
     "relative_mce",
+    "relative_mce_detail",
+    "UndefinedTermsWarning",
     "mean_corruption_accuracy",
     "corruption_summary",
 ]
@@ -110,12 +137,19 @@ class CorruptionBaseline:
         Top-1 error on clean data (needed for relative CE).
     source : str
         Where the numbers come from.
+    samples : Mapping[str, int] or None
+        ``{corruption: images per severity}`` when the errors were measured here (a stored run):
+        they give the errors' sampling margins. None for published numbers (margin 0).
+    clean_samples : int or None
+        Images behind ``clean_error`` (None: published).
     """
 
     name: str
     errors: Mapping[str, float]
     clean_error: float | None = None
     source: str = ""
+    samples: Mapping[str, int] | None = None
+    clean_samples: int | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -123,7 +157,27 @@ class CorruptionBaseline:
             "errors": dict(self.errors),
             "clean_error": self.clean_error,
             "source": self.source,
+            "samples": None if self.samples is None else dict(self.samples),
+            "clean_samples": self.clean_samples,
         }
+
+    def error_margin(self, corruption: str, z: float = Z_95) -> float:
+        """Sampling margin (95 % by default) of the mean error over the 5 severities of
+        ``corruption``; 0 for published numbers. Uses the mean error for every severity, which
+        bounds the binomial variance of the mean from above."""
+        n = (self.samples or {}).get(corruption)
+        return binomial_margin(self.errors[corruption], N_SEVERITIES * n, z) if n else 0.0
+
+    def clean_margin(self, z: float = Z_95) -> float:
+        """Sampling margin of the clean error (0 when published or unknown)."""
+        if self.clean_error is None or not self.clean_samples:
+            return 0.0
+        return binomial_margin(self.clean_error, self.clean_samples, z)
+
+    def rise_margin(self, corruption: str, z: float = Z_95) -> float:
+        """Sampling margin of the rise ``mean error under corruption - clean error`` (both margins
+        combined as independent: conservative for errors on the same images)."""
+        return math.hypot(self.error_margin(corruption, z), self.clean_margin(z))
 
 
 _BASELINES: Registry[CorruptionBaseline] = Registry("corruption baseline")
@@ -206,7 +260,8 @@ def _resolve_baseline(
         )
     if clean_error is not None:
         base = CorruptionBaseline(
-            base.name, base.errors, check_fraction(clean_error, "baseline_clean_error"), base.source
+            base.name, base.errors, check_fraction(clean_error, "baseline_clean_error"), base.source,
+            base.samples, None,
         )
     return base
 
@@ -217,10 +272,29 @@ def _selected(
     names = corruption_subset(subset) if subset is not None else tuple(errors)
     require_keys(errors, names, name, what="corruption")
     require_keys(base.errors, names, f"baseline {base.name!r}", what="corruption")
-    for c in names:
-        if base.errors[c] <= 0:
-            raise InputError(f"baseline {base.name!r} has zero error on {c!r}; CE is undefined.")
     return names
+
+
+def _refuse_undefined(terms: Mapping[str, NormalisedTerm], what: str, detail: str) -> dict[str, float]:
+    bad = {c: t for c, t in terms.items() if not t.defined}
+    if bad:
+        reasons = "; ".join(f"{c}: {t.reason}" for c, t in bad.items())
+        raise InputError(f"{what} is undefined for {', '.join(bad)} ({reasons}). Use {detail} to get the "
+                         "defined terms with the reasons for the others.")
+    return {c: float(t.value) for c, t in terms.items()}
+
+
+def corruption_error_terms(
+    errors: ErrorsLike, *, baseline: BaselineLike = "alexnet", subset: str | list[str] | None = None,
+    z: float = Z_95,
+) -> dict[str, NormalisedTerm]:
+    """CE_c of each corruption as a :class:`~robustlab.metrics.ratios.NormalisedTerm`:
+    numerator the model's mean error, denominator the baseline's, defined when the baseline's
+    error exceeds its sampling margin (``z`` standard errors; 0 for published baselines)."""
+    means = _mean_errors(errors, "errors")
+    base = _resolve_baseline(baseline)
+    names = _selected(means, base, subset, "errors")
+    return {c: normalised_term(c, means[c], base.errors[c], base.error_margin(c, z)) for c in names}
 
 
 def corruption_errors(
@@ -244,11 +318,15 @@ def corruption_errors(
     -------
     dict[str, float]
         ``{corruption: CE}`` as ratios (1.0 = the baseline; papers print 100 x CE).
+
+    Raises
+    ------
+    InputError
+        When a baseline error is 0 or within its sampling error (see
+        :func:`corruption_error_terms` for the defined terms and the reasons).
     """
-    means = _mean_errors(errors, "errors")
-    base = _resolve_baseline(baseline)
-    names = _selected(means, base, subset, "errors")
-    return {c: means[c] / base.errors[c] for c in names}
+    return _refuse_undefined(corruption_error_terms(errors, baseline=baseline, subset=subset), "CE",
+                             "corruption_error_terms()")
 
 
 def mce(
@@ -262,6 +340,48 @@ def mce(
     """
     ce = corruption_errors(errors, baseline=baseline, subset=subset)
     return float(np.mean(list(ce.values())))
+
+
+def relative_ce_terms(
+    errors: ErrorsLike,
+    clean_error: float,
+    *,
+    baseline: BaselineLike = "alexnet",
+    baseline_clean_error: float | None = None,
+    subset: str | list[str] | None = None,
+    z: float = Z_95,
+) -> dict[str, NormalisedTerm]:
+    """Relative CE per corruption, with the reason where it is undefined.
+
+    relative CE_c = sum_s (E[f,c,s] - E[f,clean]) / sum_s (E[base,c,s] - E[base,clean])
+    (Hendrycks & Dietterich 2019). The term's numerator is the model's rise in mean error from
+    clean data, its denominator the baseline's (fractions). It is undefined when the baseline's
+    rise is not larger than its sampling margin (``z`` standard errors of the baseline's errors,
+    from :attr:`CorruptionBaseline.samples`; 0 for the published AlexNet, whose rises are all
+    positive, so the paper's definition stands) -- including when the baseline's error drops.
+
+    Parameters
+    ----------
+    errors, clean_error, baseline, baseline_clean_error, subset
+        As in :func:`relative_corruption_errors`.
+    z : float
+        Standard errors in the margin (1.96: 95 %).
+
+    Returns
+    -------
+    dict[str, NormalisedTerm]
+        ``{corruption: term}``; ``term.value`` is the ratio or None, ``term.reason`` why not.
+    """
+    means = _mean_errors(errors, "errors")
+    clean = check_fraction(clean_error, "clean_error")
+    base = _resolve_baseline(baseline, baseline_clean_error)
+    if base.clean_error is None:
+        raise InputError(
+            f"baseline {base.name!r} has no clean error: pass baseline_clean_error=<fraction>."
+        )
+    names = _selected(means, base, subset, "errors")
+    return {c: normalised_term(c, means[c] - clean, base.errors[c] - base.clean_error, base.rise_margin(c, z))
+            for c in names}
 
 
 def relative_corruption_errors(
@@ -294,24 +414,32 @@ def relative_corruption_errors(
     -------
     dict[str, float]
         Ratios (1.0 = as much degradation as the baseline).
+
+    Raises
+    ------
+    InputError
+        When a term is undefined: the baseline's error does not rise under the corruption by
+        more than its sampling error. :func:`relative_ce_terms` gives every term with its reason.
     """
-    means = _mean_errors(errors, "errors")
-    clean = check_fraction(clean_error, "clean_error")
-    base = _resolve_baseline(baseline, baseline_clean_error)
-    if base.clean_error is None:
-        raise InputError(
-            f"baseline {base.name!r} has no clean error: pass baseline_clean_error=<fraction>."
-        )
-    names = _selected(means, base, subset, "errors")
-    out = {}
-    for c in names:
-        gap = base.errors[c] - base.clean_error
-        if gap == 0:
-            raise InputError(
-                f"baseline error on {c!r} equals its clean error; relative CE is undefined."
-            )
-        out[c] = (means[c] - clean) / gap
-    return out
+    terms = relative_ce_terms(errors, clean_error, baseline=baseline, baseline_clean_error=baseline_clean_error,
+                              subset=subset)
+    return _refuse_undefined(terms, "relative CE", "relative_ce_terms()")
+
+
+def relative_mce_detail(
+    errors: ErrorsLike,
+    clean_error: float,
+    *,
+    baseline: BaselineLike = "alexnet",
+    baseline_clean_error: float | None = None,
+    subset: str | list[str] = "benchmark",
+    z: float = Z_95,
+) -> DefinedMean:
+    """Relative mCE with what it averaged: the mean of the *defined* relative CE terms
+    (:func:`relative_ce_terms`) over ``subset``, the names used and the names left out."""
+    return mean_of_defined(relative_ce_terms(errors, clean_error, baseline=baseline,
+                                             baseline_clean_error=baseline_clean_error, subset=subset,
+                                             z=z).values())
 
 
 def relative_mce(
@@ -323,15 +451,22 @@ def relative_mce(
     subset: str | list[str] = "benchmark",
 ) -> float:
     """Relative mCE: the mean of relative CE_c over the 15 benchmark corruptions (a ratio;
-    1.0 for the baseline, printed as 100; ResNet-50 in the paper: 1.050)."""
-    rce = relative_corruption_errors(
-        errors,
-        clean_error,
-        baseline=baseline,
-        baseline_clean_error=baseline_clean_error,
-        subset=subset,
-    )
-    return float(np.mean(list(rce.values())))
+    1.0 for the baseline, printed as 100; ResNet-50 in the paper: 1.050).
+
+    Only defined terms are averaged (see :func:`relative_ce_terms`); when some are left out an
+    :class:`UndefinedTermsWarning` names them, and :func:`relative_mce_detail` returns them.
+    Raises InputError when no term is defined.
+    """
+    detail = relative_mce_detail(errors, clean_error, baseline=baseline,
+                                 baseline_clean_error=baseline_clean_error, subset=subset)
+    if detail.value is None:
+        raise InputError("relative mCE is undefined: the baseline's error does not rise measurably under any of "
+                         f"{', '.join(detail.undefined)}; compare mCE instead.")
+    if detail.undefined:
+        warnings.warn(f"relative mCE averages {detail.n_used} of {detail.n_terms} corruptions: relative CE is "
+                      f"undefined for {', '.join(detail.undefined)} (the baseline's error does not rise by more "
+                      "than its sampling error).", UndefinedTermsWarning, stacklevel=2)
+    return float(detail.value)
 
 
 def mean_corruption_accuracy(
@@ -359,7 +494,12 @@ def mean_corruption_accuracy(
 
 @dataclass(frozen=True)
 class CorruptionSummary:
-    """Everything ImageNet-C reports for one model (all ratios / fractions, see module doc)."""
+    """Everything ImageNet-C reports for one model (all ratios / fractions, see module doc).
+
+    ``relative_corruption_errors`` holds the defined terms only; ``relative_ce_undefined`` says
+    why each other one is undefined, and ``relative_mce_terms`` how many terms the relative mCE
+    averaged (of ``len(subset)``).
+    """
 
     baseline: str
     subset: tuple[str, ...]
@@ -369,6 +509,8 @@ class CorruptionSummary:
     relative_corruption_errors: Mapping[str, float] | None = None
     relative_mce: float | None = None
     mean_error: float = field(default=float("nan"))
+    relative_ce_undefined: Mapping[str, str] | None = None
+    relative_mce_terms: int | None = None
 
     def to_dict(self) -> dict:
         return to_builtin(
@@ -382,6 +524,10 @@ class CorruptionSummary:
                 if self.relative_corruption_errors is None
                 else dict(self.relative_corruption_errors),
                 "relative_mce": self.relative_mce,
+                "relative_mce_terms": self.relative_mce_terms,
+                "relative_ce_undefined": None
+                if self.relative_ce_undefined is None
+                else dict(self.relative_ce_undefined),
                 "mean_error": self.mean_error,
             }
         )
@@ -395,16 +541,20 @@ def corruption_summary(
     baseline_clean_error: float | None = None,
     subset: str | list[str] = "benchmark",
 ) -> CorruptionSummary:
-    """CE per corruption, mCE, and (when ``clean_error`` is given) relative CE and relative mCE,
-    plus the unnormalised mean error over the subset, in one serialisable record."""
+    """CE per corruption, mCE, and (when ``clean_error`` is given) relative CE and relative mCE
+    (over the defined terms, see :func:`relative_ce_terms`), plus the unnormalised mean error
+    over the subset, in one serialisable record."""
     names = corruption_subset(subset)
     base = _resolve_baseline(baseline, baseline_clean_error)
     ce = corruption_errors(errors, baseline=base, subset=names)
     means = _mean_errors(errors, "errors")
-    rce = rmce = None
+    rce = rmce = undefined = n_terms = None
     if clean_error is not None:
-        rce = relative_corruption_errors(errors, clean_error, baseline=base, subset=names)
-        rmce = float(np.mean(list(rce.values())))
+        terms = relative_ce_terms(errors, clean_error, baseline=base, subset=names)
+        rce = {c: t.value for c, t in terms.items() if t.defined}
+        undefined = {c: t.reason for c, t in terms.items() if not t.defined}
+        detail = mean_of_defined(terms.values())
+        rmce, n_terms = detail.value, detail.n_used
     return CorruptionSummary(
         baseline=base.name,
         subset=names,
@@ -414,4 +564,6 @@ def corruption_summary(
         relative_corruption_errors=rce,
         relative_mce=rmce,
         mean_error=float(np.mean([means[c] for c in names])),
+        relative_ce_undefined=undefined,
+        relative_mce_terms=n_terms,
     )

@@ -42,6 +42,7 @@ baseline (the paper prints 100 x).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -60,6 +61,7 @@ from ._checks import (
     check_scalar,
     require_keys,
 )
+from .ratios import DefinedMean, NormalisedTerm, UndefinedTermsWarning, mean_of_defined, normalised_term
 
 __all__ = [
     "TEST_PERTURBATIONS",
@@ -85,6 +87,10 @@ __all__ = [
     "mfr",
     "top5_distance_rates",
     "mt5d",
+    "flip_rate_terms",
+    "top5_distance_rate_terms",
+    "mfr_detail",
+    "mt5d_detail",
 ]
 
 #: The 10 test perturbations of ImageNet-P.
@@ -350,12 +356,25 @@ def zipf_distance(rankings: Any, *, noise: bool, stride: int = 1) -> float:
 
 @dataclass(frozen=True)
 class StabilityBaseline:
-    """Flip probabilities (fractions) and top-5 distances (rank positions) of a reference model."""
+    """Flip probabilities (fractions) and top-5 distances (rank positions) of a reference model.
+
+    ``flip_probability_margin`` and ``top5_distance_margin`` (same units, 95 % half-widths) are
+    the sampling margins of values measured here (a stored run); None for published numbers
+    (margin 0). A rate is undefined where the baseline's value is not above its margin.
+    """
 
     name: str
     flip_probability: Mapping[str, float]
     top5_distance: Mapping[str, float]
     source: str = ""
+    flip_probability_margin: Mapping[str, float] | None = None
+    top5_distance_margin: Mapping[str, float] | None = None
+
+    def margin(self, which: str, perturbation: str) -> float:
+        """Sampling margin of ``which`` (``"flip_probability"`` or ``"top5_distance"``) for
+        ``perturbation``; 0 for published values."""
+        margins = getattr(self, f"{which}_margin") or {}
+        return float(margins.get(perturbation, 0.0))
 
     def to_dict(self) -> dict:
         return {
@@ -363,6 +382,9 @@ class StabilityBaseline:
             "flip_probability": dict(self.flip_probability),
             "top5_distance": dict(self.top5_distance),
             "source": self.source,
+            "flip_probability_margin": None if self.flip_probability_margin is None
+            else dict(self.flip_probability_margin),
+            "top5_distance_margin": None if self.top5_distance_margin is None else dict(self.top5_distance_margin),
         }
 
 
@@ -425,43 +447,66 @@ def list_stability_baselines() -> list[str]:
 BaselineLike = Union[str, StabilityBaseline, Mapping[str, float]]
 
 
-def _baseline_values(baseline: BaselineLike, which: str) -> tuple[str, Mapping[str, float]]:
+def _baseline_values(baseline: BaselineLike, which: str) -> tuple[str, Mapping[str, float], Mapping[str, float]]:
+    """(name, values, sampling margins) of ``which`` in ``baseline``."""
     if isinstance(baseline, str):
-        base = get_stability_baseline(baseline)
-        return base.name, getattr(base, which)
+        baseline = get_stability_baseline(baseline)
     if isinstance(baseline, StabilityBaseline):
-        return baseline.name, getattr(baseline, which)
+        values = getattr(baseline, which)
+        return baseline.name, values, {p: baseline.margin(which, p) for p in values}
     if isinstance(baseline, Mapping):
         check_nonempty_mapping(baseline, "baseline")
-        return "custom", {str(k): check_scalar(v, f"baseline[{k!r}]") for k, v in baseline.items()}
+        values = {str(k): check_scalar(v, f"baseline[{k!r}]") for k, v in baseline.items()}
+        return "custom", values, dict.fromkeys(values, 0.0)
     raise InputError(
         f"baseline must be a name such as 'alexnet', a StabilityBaseline or a mapping "
         f"{{perturbation: value}}; got {type(baseline).__name__}."
     )
 
 
-def _rates(
+def _rate_terms(
     values: Mapping[str, Any], baseline: BaselineLike, which: str, subset, label: str
-) -> dict[str, float]:
+) -> dict[str, NormalisedTerm]:
     check_nonempty_mapping(values, label)
     check = check_fraction if which == "flip_probability" else check_scalar  # FP is a probability
     vals = {str(k): check(v, f"{label}[{k!r}]") for k, v in values.items()}
     for k, v in vals.items():
         if v < 0:
             raise InputError(f"{label}[{k!r}] is negative ({v}); it must be >= 0.")
-    name, base = _baseline_values(baseline, which)
+    name, base, margins = _baseline_values(baseline, which)
     if which == "flip_probability" and isinstance(baseline, Mapping):
         for k, v in base.items():
             check_fraction(v, f"baseline[{k!r}]")
     names = perturbation_subset(subset) if subset is not None else tuple(vals)
     require_keys(vals, names, label, what="perturbation")
     require_keys(base, names, f"baseline {name!r}", what="perturbation")
-    out = {}
-    for p in names:
-        if base[p] <= 0:
-            raise InputError(f"baseline {name!r} has {which} 0 for {p!r}; the ratio is undefined.")
-        out[p] = vals[p] / base[p]
-    return out
+    return {p: normalised_term(p, vals[p], base[p], margins[p]) for p in names}
+
+
+def _rates(
+    values: Mapping[str, Any], baseline: BaselineLike, which: str, subset, label: str
+) -> dict[str, float]:
+    terms = _rate_terms(values, baseline, which, subset, label)
+    bad = {p: t for p, t in terms.items() if not t.defined}
+    if bad:
+        name = _baseline_values(baseline, which)[0]
+        raise InputError(f"baseline {name!r} has {which} within its sampling error (or 0) for "
+                         f"{', '.join(bad)} ({'; '.join(t.reason for t in bad.values())}); the ratio is undefined. "
+                         f"Use {'flip_rate_terms' if which == 'flip_probability' else 'top5_distance_rate_terms'}() "
+                         "for the defined terms.")
+    return {p: float(t.value) for p, t in terms.items()}
+
+
+def _defined_mean(terms: Mapping[str, NormalisedTerm], what: str) -> float:
+    detail = mean_of_defined(terms.values())
+    if detail.value is None:
+        raise InputError(f"{what} is undefined: the baseline's value is within its sampling error (or 0) for every "
+                         f"perturbation ({', '.join(detail.undefined)}).")
+    if detail.undefined:
+        warnings.warn(f"{what} averages {detail.n_used} of {detail.n_terms} perturbations: undefined for "
+                      f"{', '.join(detail.undefined)} (the baseline's value is within its sampling error).",
+                      UndefinedTermsWarning, stacklevel=3)
+    return float(detail.value)
 
 
 def flip_rate(
@@ -482,8 +527,32 @@ def flip_rates(
     baseline: BaselineLike = "alexnet",
     subset: str | list[str] | None = None,
 ) -> dict[str, float]:
-    """FR for each perturbation of ``flip_probabilities`` (or of ``subset``)."""
+    """FR for each perturbation of ``flip_probabilities`` (or of ``subset``).
+
+    Raises InputError where the baseline's flip probability is 0 or within its sampling margin
+    (see :func:`flip_rate_terms`)."""
     return _rates(flip_probabilities, baseline, "flip_probability", subset, "flip_probabilities")
+
+
+def flip_rate_terms(
+    flip_probabilities: Mapping[str, float],
+    *,
+    baseline: BaselineLike = "alexnet",
+    subset: str | list[str] | None = None,
+) -> dict[str, NormalisedTerm]:
+    """FR per perturbation as :class:`~robustlab.metrics.ratios.NormalisedTerm` (value None, with
+    the reason, where the baseline's flip probability is not above its sampling margin)."""
+    return _rate_terms(flip_probabilities, baseline, "flip_probability", subset, "flip_probabilities")
+
+
+def mfr_detail(
+    flip_probabilities: Mapping[str, float],
+    *,
+    baseline: BaselineLike = "alexnet",
+    subset: str | list[str] = "test",
+) -> DefinedMean:
+    """mFR with what it averaged: the mean of the defined flip rates over ``subset``."""
+    return mean_of_defined(flip_rate_terms(flip_probabilities, baseline=baseline, subset=subset).values())
 
 
 def mfr(
@@ -494,6 +563,9 @@ def mfr(
 ) -> float:
     """Mean flip rate over the 10 test perturbations (a ratio: AlexNet 1.0; ResNet-50 0.580).
 
+    Only defined flip rates are averaged (:func:`flip_rate_terms`); an
+    :class:`~robustlab.metrics.ratios.UndefinedTermsWarning` names any left out.
+
     Parameters
     ----------
     flip_probabilities : Mapping[str, float]
@@ -501,9 +573,7 @@ def mfr(
     baseline : str, StabilityBaseline or Mapping
         ``"alexnet"`` or the flip probabilities of another model.
     """
-    return float(
-        np.mean(list(flip_rates(flip_probabilities, baseline=baseline, subset=subset).values()))
-    )
+    return _defined_mean(flip_rate_terms(flip_probabilities, baseline=baseline, subset=subset), "mFR")
 
 
 def top5_distance_rates(
@@ -516,15 +586,32 @@ def top5_distance_rates(
     return _rates(top5_distances, baseline, "top5_distance", subset, "top5_distances")
 
 
+def top5_distance_rate_terms(
+    top5_distances: Mapping[str, float],
+    *,
+    baseline: BaselineLike = "alexnet",
+    subset: str | list[str] | None = None,
+) -> dict[str, NormalisedTerm]:
+    """T5D ratios as :class:`~robustlab.metrics.ratios.NormalisedTerm` (see :func:`flip_rate_terms`)."""
+    return _rate_terms(top5_distances, baseline, "top5_distance", subset, "top5_distances")
+
+
+def mt5d_detail(
+    top5_distances: Mapping[str, float],
+    *,
+    baseline: BaselineLike = "alexnet",
+    subset: str | list[str] = "test",
+) -> DefinedMean:
+    """mT5D with what it averaged: the mean of the defined T5D ratios over ``subset``."""
+    return mean_of_defined(top5_distance_rate_terms(top5_distances, baseline=baseline, subset=subset).values())
+
+
 def mt5d(
     top5_distances: Mapping[str, float],
     *,
     baseline: BaselineLike = "alexnet",
     subset: str | list[str] = "test",
 ) -> float:
-    """Mean top-5 distance ratio over the 10 test perturbations (AlexNet 1.0; ResNet-50 0.783)."""
-    return float(
-        np.mean(
-            list(top5_distance_rates(top5_distances, baseline=baseline, subset=subset).values())
-        )
-    )
+    """Mean top-5 distance ratio over the 10 test perturbations (AlexNet 1.0; ResNet-50 0.783).
+    Only defined ratios are averaged (as :func:`mfr`)."""
+    return _defined_mean(top5_distance_rate_terms(top5_distances, baseline=baseline, subset=subset), "mT5D")

@@ -8,6 +8,7 @@ where ``loader(rest_of_spec, options) -> model``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -22,6 +23,7 @@ from torch import nn
 
 from ..errors import DataError, InputError, ModelError, RobustlabError, unknown_name
 from .detection import load_torchvision_detector
+from .hub import timm_weights_guard
 from .preprocessing import Preprocessing
 from .protocol import Classifier, Detector, select_device
 from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, Model, object_name
@@ -178,8 +180,10 @@ def load_timm(rest: str, options: dict[str, Any]) -> Model:
     name, weights_name = _split_weights(rest)
     pretrained = _wants_weights(weights_name, options.get("pretrained"))
     kwargs = {"num_classes": options["num_classes"]} if options.get("num_classes") and not pretrained else {}
+    guard = timm_weights_guard(name, f"timm:{name}") if pretrained else contextlib.nullcontext()
     try:
-        net = guard_download(f"timm:{name}", lambda: timm.create_model(name, pretrained=pretrained, **kwargs))
+        with guard:  # offline: the cached file at once, or an error naming the file and folder at once
+            net = guard_download(f"timm:{name}", lambda: timm.create_model(name, pretrained=pretrained, **kwargs))
     except RuntimeError as exc:
         if "Unknown model" in str(exc):
             raise unknown_name("timm model", name, timm.list_models(f"*{name[:4]}*") or timm.list_models()[:20]) from None
@@ -283,8 +287,11 @@ def load_python(rest: str, options: dict[str, Any]) -> Model:
     try:
         factory = getattr(module, attr)
     except AttributeError:
-        raise unknown_name(f"callable in {module_name}", attr,
-                           [n for n in dir(module) if not n.startswith("_")]) from None
+        from ..errors import did_you_mean
+
+        known = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None)))
+        raise InputError(f"unknown callable {attr!r} in {module_name}.{did_you_mean(attr, known)} Callables in "
+                         f"{module_name}: {', '.join(known) or 'none'}; {usage}.") from None
     if not callable(factory):
         raise InputError(f"python:{rest}: {attr} in {module_name} is not callable (its type is {type(factory).__name__}); "
                          f"{usage}.")

@@ -261,10 +261,13 @@ def scatter_with_fit(key: str, title: str, caption: str, points: Mapping[str, tu
 
 
 def image_grid(key: str, title: str, caption: str, images: Sequence[Sequence[np.ndarray]], *,
-               row_labels: Sequence[str], col_labels: Sequence[str]) -> Figure:
-    """A grid of uint8 HxWx3 images (rows x columns) as an embedded PNG."""
+               row_labels: Sequence[str], col_labels: Sequence[str],
+               cell_labels: Sequence[Sequence[str]] | None = None) -> Figure:
+    """A grid of uint8 HxWx3 images (rows x columns) as an embedded PNG; ``cell_labels`` (per row,
+    per image) are written under each image, where rows differ (e.g. each row's own frame numbers)."""
     rows, cols = len(images), max(len(r) for r in images)
-    fig, axes = plt.subplots(rows, cols, figsize=(1.25 * cols + 1.2, 1.25 * rows + 0.3), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(1.25 * cols + 1.2, (1.45 if cell_labels else 1.25) * rows + 0.3),
+                             squeeze=False)
     for r in range(rows):
         for c in range(cols):
             ax = axes[r][c]
@@ -274,6 +277,8 @@ def image_grid(key: str, title: str, caption: str, images: Sequence[Sequence[np.
                 spine.set_visible(False)
             if c < len(images[r]):
                 ax.imshow(images[r][c], interpolation="nearest")
+                if cell_labels is not None and c < len(cell_labels[r]):
+                    ax.set_xlabel(cell_labels[r][c], fontsize=6, labelpad=1)
             if r == 0 and c < len(col_labels):
                 ax.set_title(col_labels[c], fontsize=7)
             if c == 0 and r < len(row_labels):

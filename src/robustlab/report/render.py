@@ -21,12 +21,19 @@ from .sections import ReportContext, Section, build_sections
 
 FORMATS = ("html", "markdown", "csv", "json")
 SUMMARY_COLUMNS = ["model", "benchmark", "dataset", "headline", "run"]
+#: What the summary table's brackets and ratios are.
+SUMMARY_LEGEND = ("[a, b] = exact 95 % Clopper-Pearson interval. mCE, rel. mCE, mFR and mT5D are % of the baseline "
+                  "named after \"vs\" (100 = the baseline); \"(12 of 15)\": the mean of the terms that are defined "
+                  "(the baseline's number is above its sampling error). R = area under accuracy(eps) / clean accuracy "
+                  "over the eps interval, divided by its length (1 = no loss). P / mPC / rPC: clean performance, its "
+                  "mean under corruption, and their ratio.")
 
 
-def headline(result) -> str:
-    """The numbers a reader looks for first, per benchmark family."""
+def headline(result, context_results: Sequence = (), store=None) -> str:
+    """The numbers a reader looks for first, per benchmark family; ratios say what they divide by
+    (``vs demo:baseline (run 3957802f2e)``, ``vs published AlexNet``)."""
     from ..benchmarks.corruption import published_baseline_label
-    from .section_base import labelled
+    from .section_base import labelled, ratio_denominator, terms_text
     from .sections import HEADLINES, family_of
 
     t, s = metric_table(result), result.summary or {}
@@ -36,16 +43,32 @@ def headline(result) -> str:
         if s.get("clean_error") is not None:
             parts.append("clean acc " + Estimate.from_fraction(1 - s["clean_error"], t.get(("n_samples", "clean"))).percent())
         own = published_baseline_label(result.benchmark, result.config)
-        for key, name in (("mce", "mCE"), ("relative_mce", "rel. mCE"), ("mce_subset", "mCE (subset)")):
+        ratios = []
+        for key, name in (("mce", "mCE"), ("relative_mce", "rel. mCE"), ("mce_subset", "mCE (subset)"),
+                          ("relative_mce_subset", "rel. mCE (subset)")):
             if s.get(key) is not None:
-                parts.append(labelled(f"{name} {100 * s[key]:.1f}", own))
+                ratios.append(labelled(f"{name} {100 * s[key]:.1f}{terms_text(s, key)}", own))
+        if s.get("relative_mce_na"):
+            ratios.append("rel. mCE n/a")
+        denominator = ratio_denominator(result, context_results, store)
+        if ratios and denominator and not own:
+            ratios[-1] += f" vs {denominator}"
+        parts += ratios
     elif fam in HEADLINES:  # video (pm-0, pm-k), perturbation (mFR, mT5D), detection (P, mPC, rPC)
         parts = HEADLINES[fam](result)
+        if fam == "perturbation" and parts and parts[0].startswith("mFR") and not published_baseline_label(
+                result.benchmark, result.config):
+            denominator = ratio_denominator(result, context_results, store)
+            if denominator:
+                parts[-1] += f" vs {denominator}"
     elif fam == "adversarial":
         curve = s.get("curve") or []
         if curve:
             parts.append("clean acc " + Estimate.from_fraction(curve[0]["accuracy"], t.get(("n", ""))).percent())
-        parts.append(f"R {s['R']:.3f}" if s.get("R") is not None else "R undefined")
+        attack = str(s.get("attack", "")).upper()
+        parts.append(f"R ({attack}) {s['R']:.3f}" if s.get("R") is not None else f"R ({attack}) undefined")
+        if s.get("non_monotone"):
+            parts[-1] += " (accuracy not monotone in eps)"
     if not parts:
         headline_keys = [k for k in s if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)][:4]
         parts = [f"{k} {s[k]:.4g}" for k in headline_keys] or [f"{len(result.metrics)} metrics"]
@@ -54,7 +77,8 @@ def headline(result) -> str:
 
 def build(results: Sequence, context: ReportContext | None = None) -> tuple[list[list[str]], list[Section]]:
     """The summary rows and the sections; ``context`` (e.g. the open store) enables example grids."""
-    summary = [[r.model, r.benchmark, r.dataset, headline(r), r.run_id[:10]] for r in results]
+    store = context.store if context is not None else None
+    summary = [[r.model, r.benchmark, r.dataset, headline(r, results, store), r.run_id[:10]] for r in results]
     sections = build_sections(results, context)
     for sec in sections:
         if sec.key == "corruption":
@@ -88,7 +112,8 @@ def render_html(results: Sequence, *, title: str = "robustlab report", store: st
     summary, sections = build(results, context)
     return env.get_template("report.html.j2").render(
         title=title, version=__version__, store=store, n_runs=len(results), summary_columns=SUMMARY_COLUMNS,
-        summary_rows=summary, sections=sections, environment=environment_notice(results))
+        summary_rows=summary, summary_legend=SUMMARY_LEGEND, sections=sections,
+        environment=environment_notice(results))
 
 
 def render_markdown(results: Sequence, *, title: str = "robustlab report",
@@ -100,11 +125,14 @@ def render_markdown(results: Sequence, *, title: str = "robustlab report",
         return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + ["| " + " | ".join(r) + " |" for r in esc]
 
     notice = environment_notice(results)
-    out = [f"# {title}", ""] + ([notice, ""] if notice else []) + ["## Summary", ""] + table(SUMMARY_COLUMNS, summary)
+    out = [f"# {title}", ""] + ([notice, ""] if notice else []) + ["## Summary", ""] + table(SUMMARY_COLUMNS, summary) \
+        + ["", SUMMARY_LEGEND]
     for sec in sections:
         out += ["", f"## {sec.title}", "", sec.intro, ""]
         if sec.rows:
             out += table(sec.columns, sec.rows)
+            if sec.legend:
+                out += ["", sec.legend]
         out += [f"- note: {n}" for n in sec.notes]
     return "\n".join(out) + "\n"
 

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 
 from . import figures as F
 from .collect import Estimate, metric_table
-from .section_base import (ReportContext, Section, label, register_section,
-                           short_path)
+from .section_base import CI_LEGEND, ReportContext, Section, label, register_section, short_path
 
 
 @register_section("adversarial", ["adversarial-auc"])
@@ -16,7 +15,11 @@ def adversarial_section(results: Sequence, context: ReportContext | None = None)
     sec = Section("adversarial", "Adversarial robustness over an epsilon interval",
                   "Accuracy under attack f(eps) for strengths eps in pixel units of [0, 1], and R, the area under "
                   "f(eps)/f(eps0) over the interval divided by its length (1: no loss; 0.5: a linear fall to 0).",
-                  ["model", "dataset", "attack", "clean accuracy % [95% CI]", "R", "run"])
+                  ["model", "dataset", "attack", "clean accuracy % [95% CI]", "R", "run"],
+                  legend=f"{CI_LEGEND}. R = the area under f(eps)/f(eps0) over [eps0, eps1] divided by the interval's "
+                         "length: 1 = no loss, 0.5 = a linear fall to 0, near 0 = accuracy gone at the first step. "
+                         "\"not monotone\": accuracy climbs back at larger eps, so the attack fails there and R "
+                         "overstates robustness (the notes say where; compare PGD).")
     norm_x, norm_y, acc_y, acc_band = {}, {}, {}, {}
     for r in results:
         s, t = r.summary or {}, metric_table(r)
@@ -24,9 +27,11 @@ def adversarial_section(results: Sequence, context: ReportContext | None = None)
         n = t.get(("n", ""))
         clean = Estimate.from_fraction(curve[0]["accuracy"], n) if curve else None
         rv = s.get("R")
+        r_text = "–" if rv is None else f"{rv:.3f}" + (" (not monotone)" if s.get("non_monotone") else "")
         sec.rows.append([r.model, short_path(r.dataset), f"{s.get('attack', '?')} {s.get('norm', '')}",
-                         clean.percent() if clean else "–", "–" if rv is None else f"{rv:.3f}", r.run_id[:10]])
-        name = f"{label(r)} ({s.get('attack', '')}, R = {rv:.3f})" if rv is not None else f"{label(r)} (R undefined)"
+                         clean.percent() if clean else "–", r_text, r.run_id[:10]])
+        attack = str(s.get("attack", "")).upper()
+        name = (f"{label(r)} ({attack}, R = {rv:.3f})" if rv is not None else f"{label(r)} ({attack}, R undefined)")
         eps = [p["eps"] for p in curve]
         if eps and all(p.get("normalised") is not None for p in curve):
             norm_x[name], norm_y[name] = eps, [p["normalised"] for p in curve]
@@ -36,6 +41,7 @@ def adversarial_section(results: Sequence, context: ReportContext | None = None)
                 acc_band[name] = ([100 * p["low"] for p in curve], [100 * p["high"] for p in curve])
             norm_x.setdefault(name, eps)
         sec.notes += [f"{label(r)}: {n_}" for n_ in r.notes]
+    sec.notes += attack_comparison(results)
     if norm_y:
         sec.figures.append(F.lines("normalised-accuracy-vs-eps", "Normalised accuracy vs attack strength",
                                    "f(eps) / f(eps0): accuracy under attack relative to clean accuracy; R (legend) is "
@@ -48,3 +54,19 @@ def adversarial_section(results: Sequence, context: ReportContext | None = None)
                                    {k: norm_x[k] for k in acc_y}, acc_y, bands=acc_band,
                                    xlabel="attack strength eps (pixel units of [0, 1])", ylabel="accuracy (%)"))
     return sec
+
+
+def attack_comparison(results: Sequence) -> list[str]:
+    """One note per model evaluated with both FGSM and PGD on the same data: the two R side by side."""
+    by_model: dict[tuple[str, str], dict[str, float]] = {}
+    for r in results:
+        s = r.summary or {}
+        if s.get("R") is not None:
+            by_model.setdefault((r.model, r.dataset), {})[str(s.get("attack", "")).upper()] = s["R"]
+    notes = []
+    for (model, _), rs in by_model.items():
+        if "FGSM" in rs and "PGD" in rs:
+            notes.append(f"{model}: R with FGSM {rs['FGSM']:.3f}, with PGD {rs['PGD']:.3f}"
+                         + (" (FGSM's is higher: its accuracy climbs back where PGD's does not; read PGD's)"
+                            if rs["FGSM"] > rs["PGD"] + 1e-9 else "") + ".")
+    return notes

@@ -19,6 +19,9 @@ from .collect import short_model
 
 @dataclass
 class Section:
+    """One report section: intro, a table (``columns``, ``rows``) with its ``legend`` line (what
+    its brackets and ratios are), figures and notes."""
+
     key: str
     title: str
     intro: str
@@ -26,6 +29,7 @@ class Section:
     rows: list[list[str]] = field(default_factory=list)
     figures: list[F.Figure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    legend: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,9 +145,61 @@ def labelled(text: str, label: str | None) -> str:
     return f"{text} [{label}]" if label else text
 
 
+#: The legend of brackets after a percentage, used by every table that prints them.
+CI_LEGEND = "[a, b] = exact 95 % Clopper-Pearson interval"
+#: The denominator of ratios to the paper's published baseline (AlexNet's ImageNet-C / -P errors).
+PUBLISHED_ALEXNET = "published AlexNet"
+
+
+def ratio_denominator(result, results: Sequence = (), store: Any = None) -> str | None:
+    """What a run's ratios to a baseline (CE, relative CE, FR, T5D) divide by, in a few words:
+    ``"published AlexNet"`` (the paper's numbers; ``"published AlexNet (ImageNet), not comparable"``
+    on the user's own data), ``"<baseline model> (run <id>)"`` for a stored baseline run, or
+    ``baseline_run=self`` (the baseline's own run: the same words as the runs it normalises); None
+    when the run reports no ratios (CIFAR)."""
+    from ..benchmarks.corruption import published_baseline_label
+
+    config = result.config or {}
+    run = config.get("baseline_run")
+    if run == "self":
+        return f"{short_model(result.model)} (run {result.run_id[:10]})"
+    if run:
+        model = next((r.model for r in results if r.run_id == run), None)
+        if model is None and store is not None:
+            try:
+                model = store.get_run(run).model
+            except Exception:  # noqa: BLE001 - a deleted baseline run: name it by its id only
+                model = None
+        return f"{short_model(model)} (run {run[:10]})" if model else f"run {run[:10]}"
+    if config.get("layout") == "cifar" or (result.benchmark in ("perturbed", "imagenet-p")
+                                           and config.get("setting") not in (None, "imagenet")):
+        return None
+    own = published_baseline_label(result.benchmark, config)
+    return f"{PUBLISHED_ALEXNET} (ImageNet), not comparable" if own else PUBLISHED_ALEXNET
+
+
+def common_denominator(denominators: Sequence[str | None]) -> str:
+    """The one denominator of a figure's runs, or "each run's baseline (see the table)"."""
+    named = sorted({d for d in denominators if d})
+    if len(named) == 1:
+        return named[0]
+    return "each run's baseline (see the table)"
+
+
+def terms_text(summary: dict, key: str) -> str:
+    """``" (12 of 15)"`` when a mean of ratios averaged only its defined terms (see
+    :mod:`robustlab.metrics.ratios`), else ``""``."""
+    used, of = summary.get(f"{key}_terms"), summary.get(f"{key}_of")
+    return f" ({used} of {of})" if used is not None and of is not None and used != of else ""
+
+
 def short_path(path: str, width: int = 36) -> str:
     """``path`` shortened from the left to at most ``width`` characters (``…`` marks the cut)."""
     return path if len(path) <= width else "…" + path[-(width - 1):]
+
+
+#: Fewest points (models) a least-squares line with its 95% band is drawn from.
+MIN_FIT_POINTS = 5
 
 
 def accuracy_scatter(key: str, title: str, points: dict, xlabel: str, ylabel: str) -> F.Figure:
@@ -151,7 +207,7 @@ def accuracy_scatter(key: str, title: str, points: dict, xlabel: str, ylabel: st
     from ..metrics.effective_robustness import fit_trend
 
     fit = None
-    if len(points) >= 3:
+    if len(points) >= MIN_FIT_POINTS:
         xs = [p[0] for p in points.values()]
         try:
             fit = fit_trend(xs, [p[1] for p in points.values()], transform="linear")
@@ -159,5 +215,7 @@ def accuracy_scatter(key: str, title: str, points: dict, xlabel: str, ylabel: st
             fit = None
     caption = ("Each point is a model, with exact 95% Clopper-Pearson intervals; the dotted line is no drop"
                + ("; the solid line is the least-squares fit across models with its 95% band." if fit else
-                  " (a fitted line needs at least 3 models with different accuracies)."))
+                  f". No fitted line or confidence band: {len(points)} model{'s' if len(points) != 1 else ''}, and a "
+                  f"band from fewer than {MIN_FIT_POINTS} points covers almost any line, so it would say nothing."
+                  if len(points) < MIN_FIT_POINTS else " No fitted line: the models' accuracies do not differ."))
     return F.scatter_with_fit(key, title, caption, points, xlabel=xlabel, ylabel=ylabel, fit=fit)

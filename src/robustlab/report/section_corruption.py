@@ -10,8 +10,8 @@ import numpy as np
 from ..benchmarks.corruption import NOT_COMPARABLE_LABEL, published_baseline_label
 from . import figures as F
 from .collect import Estimate, metric_table
-from .section_base import (ReportContext, Section, accuracy_scatter, first_value, label, labelled, pct,
-                           register_section, short_path)
+from .section_base import (CI_LEGEND, ReportContext, Section, accuracy_scatter, common_denominator, first_value,
+                           label, labelled, pct, ratio_denominator, register_section, short_path, terms_text)
 from .variants import PairedDifference, paired_corruption_differences, variant_pairs, verdict_note
 
 
@@ -19,25 +19,33 @@ from .variants import PairedDifference, paired_corruption_differences, variant_p
 def corruption_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("corruption", "Common corruptions (ImageNet-C)",
                   "Top-1 error under 15 benchmark corruptions at 5 severities. CE normalises a corruption's "
-                  "summed error by the baseline's (AlexNet unless stated), mCE averages CE over the 15 "
-                  "corruptions; relative mCE measures the drop from clean error. Lower is better; the "
-                  "baseline scores 100.",
+                  "summed error by the baseline's (the table's \"normalised by\" column names it), mCE averages CE "
+                  "over the 15 corruptions; relative mCE measures the rise from clean error, relative to the "
+                  "baseline's rise. Lower is better; the baseline scores 100.",
                   ["model", "benchmark", "dataset", "clean accuracy % [95% CI]", "mean corruption accuracy %",
-                   "mCE", "relative mCE", "run"])
+                   "mCE", "relative mCE", "normalised by", "run"],
+                  legend=f"{CI_LEGEND}. mCE and relative mCE are % of the baseline named in \"normalised by\" (100 = "
+                         "the baseline). \"(12 of 15)\": the mean of the corruptions whose ratio is defined; a ratio is "
+                         "undefined (n/a) where the baseline's error, or its rise over clean error, is within its "
+                         "sampling error (the notes say where).")
+    store = context.store if context is not None else None
     ce_series, sev_series, sev_x, points = {}, {}, {}, {}
     categories: list[str] = []
-    not_comparable = []
+    not_comparable, denominators = [], []
     for r in results:
         t, s = metric_table(r), r.summary or {}
         clean_err = s.get("clean_error")
         clean = Estimate.from_fraction(1 - clean_err, t.get(("n_samples", "clean"))) if clean_err is not None else None
         mca = first_value(s, "mean_corruption_accuracy", "mean_corruption_accuracy_subset")
-        mce = first_value(s, "mce", "mce_subset")
-        rel = first_value(s, "relative_mce", "relative_mce_subset")
+        mce_key = next((k for k in ("mce", "mce_subset") if s.get(k) is not None), "mce")
+        rel_key = next((k for k in ("relative_mce", "relative_mce_subset") if s.get(k) is not None), "relative_mce")
+        mce, rel = s.get(mce_key), s.get(rel_key)
         own = published_baseline_label(r.benchmark, r.config)
+        denominator = ratio_denominator(r, results, store)
+        rel_text = "n/a" if s.get("relative_mce_na") else pct(rel) + terms_text(s, rel_key)
         sec.rows.append([r.model, r.benchmark, short_path(r.dataset), clean.percent() if clean else "–", pct(mca),
-                         labelled(pct(mce), own if mce is not None else None),
-                         labelled(pct(rel), own if rel is not None else None), r.run_id[:10]])
+                         labelled(pct(mce) + terms_text(s, mce_key), own if mce is not None else None),
+                         labelled(rel_text, own if rel is not None else None), denominator or "–", r.run_id[:10]])
         corr = s.get("corruptions") or {}
         ces = {c: v.get("ce") for c, v in corr.items() if v.get("ce") is not None}
         if ces:
@@ -45,6 +53,7 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
                 if c not in categories:
                     categories.append(c)
             ce_series[labelled(label(r), own)] = ces
+            denominators.append(denominator)
             if own:
                 not_comparable.append(label(r))
         sevs = sorted({int(k) for v in corr.values() for k, e in (v.get("errors") or {}).items() if e is not None})
@@ -58,13 +67,15 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
             points[label(r)] = (clean.value, mca, (clean.low, clean.high), None)
         sec.notes += [f"{label(r)}: {n}" for n in r.notes]
     if ce_series:
+        base = common_denominator(denominators)
         sec.figures.append(F.bar_groups(
             "ce-per-corruption", "Corruption error per corruption",
-            "CE per corruption (%); the dashed line is the baseline (100). Lower is more robust."
+            f"CE per corruption: the model's error divided by that of {base} (%); the dashed line is {base} (100). "
+            "Lower is more robust. A missing bar is an undefined CE (the baseline's error within its sampling error)."
             + (f" {', '.join(not_comparable)}: {NOT_COMPARABLE_LABEL} (errors on their own data divided by "
                "AlexNet's published ImageNet-C errors)." if not_comparable else ""),
             categories, {m: [100 * v.get(c, np.nan) for c in categories] for m, v in ce_series.items()},
-            ylabel="corruption error CE (%)", reference=100, reference_label="baseline (100)"))
+            ylabel=f"CE (% of {_short(base)})", reference=100, reference_label=f"{_short(base)} (100)"))
     if sev_series:
         sec.figures.append(F.lines(
             "error-vs-severity", "Error vs severity",
@@ -99,6 +110,11 @@ def variant_figure(reference, variant, diffs: Sequence[PairedDifference]) -> F.F
         ylabel="error difference (points)", legend_labels={
             "lower": f"{b} errs less (95% interval below 0)", "higher": f"{b} errs more (interval above 0)",
             "unclear": "no clear difference (interval contains 0)" if paired else "no interval"})
+
+
+def _short(denominator: str) -> str:
+    """A denominator short enough for an axis label: the model, without the run id."""
+    return denominator.split(" (run ", 1)[0].split(" (see", 1)[0]
 
 
 def _slug(text: str) -> str:

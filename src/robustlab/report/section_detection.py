@@ -97,7 +97,8 @@ def rmse_scatter(points: dict[str, tuple[list[float], list[float], list[str], tu
     unnamed = F.label_points(ax, [p[0] for p in named.values()], [p[1] for p in named.values()], list(named))
     return F.Figure("rmse-vs-rpc", "Pixel change vs relative performance",
                     "One point per corruption (RMSE and rPC averaged over its severities); lines are each run's "
-                    "least-squares fit. A steep fall means performance follows how much the pixels change."
+                    "least-squares fit (its slope, in rPC points per grey level of RMSE, is in the notes). A steep fall means "
+                    "performance follows how much the pixels change."
                     + (f" Points without room for their name: {', '.join(unnamed)}." if unnamed else ""),
                     svg=F.figure_svg(fig))
 
@@ -108,7 +109,9 @@ def detection_section(results: Sequence, context: ReportContext | None = None) -
                   "P is the detector's performance on clean images (COCO: AP averaged over IoU .5:.95; Pascal VOC: "
                   "AP at IoU .5), mPC its mean over the corruptions and severities, and rPC = mPC / P the share of "
                   "clean performance kept under corruption. All in percent; higher is better.",
-                  ["model", "benchmark", "dataset", "metric", "P (%)", "mPC (%)", "rPC (%)", "run"])
+                  ["model", "benchmark", "dataset", "metric", "P (%)", "mPC (%)", "rPC (%)", "run"],
+                  legend="P = the metric on clean images; mPC = its mean over corruptions x severities; rPC = mPC / P "
+                         "(% of the detector's own clean performance: the denominator is the same run's P).")
     names = run_labels(results)
     heads = {headline_metric(r) for r in results}
     by_corruption, rpc_by_corruption, sev_x, sev_y, rmse_points = {}, {}, {}, {}, {}

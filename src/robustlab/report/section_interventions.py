@@ -106,7 +106,10 @@ def interventions_section(results: Sequence, context: ReportContext | None = Non
                   "Each intervention (a preprocessing wrapper, or fine-tuning with a recipe) next to the plain base "
                   "model, on the same benchmark and data. Values in %, the change from the plain model in points in "
                   "brackets; lower clean error, mCE and mFR, and higher pm-k accuracy, mean more robust.",
-                  ["model", "intervention", *[m for m, _, _ in METRICS], "benchmarks"])
+                  ["model", "intervention", *[m for m, _, _ in METRICS], "benchmarks"],
+                  legend="Values in %; (±x) = the change from the plain model in percentage points; mCE and mFR are "
+                         "% of each run's baseline (the corruption and perturbation sections name it); * = over the "
+                         "corruptions or perturbations evaluated, not all 15 or 10.")
     deltas: dict[str, list[float]] = {}
     shown_plain: set[str] = set()
     for (base, label), by_family in sorted(variants.items()):

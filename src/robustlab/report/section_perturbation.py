@@ -20,15 +20,14 @@ from ..benchmarks.corruption import NOT_COMPARABLE_LABEL, published_baseline_lab
 from . import figures as F
 from .collect import metric_table
 from .examples import thumbnail
-from .section_base import (ReportContext, Section, labelled, register_headline, register_section, run_labels,
-                           short_path)
+from .section_base import (PUBLISHED_ALEXNET, ReportContext, Section, common_denominator, labelled,
+                           ratio_denominator, register_headline, register_section, run_labels, short_path)
 
 BENCHMARKS = ("imagenet-p", "perturbed")
 #: Frames per perturbation in the example grid, and sequences in the "flip most" figure.
 EXAMPLE_FRAMES = 6
 MOST_FLIPPING = 12
 STRIDE = "stride-1"
-DISPLAY_NAMES = {"alexnet": "AlexNet"}
 
 
 def per_perturbation(result, name: str, stride: str = STRIDE) -> dict[str, float]:
@@ -38,16 +37,19 @@ def per_perturbation(result, name: str, stride: str = STRIDE) -> dict[str, float
 
 
 def mean_rates(result) -> dict[str, tuple[float, int | None]]:
-    """``{"mFR": (value, None or n perturbations), "mT5D": ...}``: full-benchmark values, else the subset's."""
+    """``{"mFR": (value, None or n perturbations), "mT5D": ...}``: full-benchmark values, else the
+    subset's; n counts the perturbations averaged when fewer than the 10 (a subset, or rates
+    undefined because the baseline's value is within its sampling error)."""
     t = metric_table(result)
     n_fr = len(per_perturbation(result, "flip_rate"))
     n_t5 = len(per_perturbation(result, "top5_distance_rate"))
     out = {}
     for label, name, n in (("mFR", "mfr", n_fr), ("mT5D", "mt5d", n_t5)):
-        if (name, "") in t:
-            out[label] = (t[(name, "")], None)
-        elif (f"{name}_subset", "") in t:
-            out[label] = (t[(f"{name}_subset", "")], n)
+        for key in (name, f"{name}_subset"):
+            if (key, "") in t:
+                used = t.get((f"{key}_terms", ""), n)
+                out[label] = (t[(key, "")], None if key == name and used == 10 else int(used))
+                break
     return out
 
 
@@ -56,6 +58,13 @@ def _rate_text(value: tuple[float, int | None] | None) -> str:
         return "–"
     v, n = value
     return f"{100 * v:.1f}" + (f" ({n} of 10)" if n is not None else "")
+
+
+def published_reference(results: Sequence) -> bool:
+    """Whether the published AlexNet ImageNet-P bars belong in the figures: some run divides by
+    them on ImageNet-P data itself (not on the user's own images, not by a baseline run)."""
+    return any(r.benchmark == "imagenet-p" and r.config.get("setting", "imagenet") == "imagenet"
+               and not r.config.get("baseline_run") for r in results)
 
 
 def mean_flip_probability(result) -> float | None:
@@ -81,11 +90,14 @@ def stability_headline(result) -> list[str]:
 # --- examples and the sequences that flip most ------------------------------------------------------
 
 
-def perturbation_frames(result, frames: int = EXAMPLE_FRAMES) -> tuple[list[str], list[list[np.ndarray]], list[int]]:
+def perturbation_frames(result, frames: int = EXAMPLE_FRAMES
+                        ) -> tuple[list[str], list[list[np.ndarray]], list[list[int]], list[int]]:
     """Frames of the first sequence of each perturbation folder of a run, as the run read them.
 
-    Returns ``(folders, rows of thumbnails, frame indices)``; the indices are spread evenly
-    over the sequence (first and last included).
+    Returns ``(folders, rows of thumbnails, frame indices per row, sequence length per row)``;
+    each row's indices are spread evenly over its own sequence (first and last included):
+    sequences of different perturbations may have different lengths (CIFAR-10-P: translate 16
+    frames, motion blur 21, the others 31).
     """
     from ..engine.benchmark import get_benchmark
 
@@ -93,30 +105,45 @@ def perturbation_frames(result, frames: int = EXAMPLE_FRAMES) -> tuple[list[str]
     first_units = {}
     for unit in bench.plan(result.config):
         first_units.setdefault(unit.setting, unit)
-    folders, rows, picked = [], [], []
+    folders, rows, picked, lengths = [], [], [], []
     for folder, unit in first_units.items():
         samples = bench.samples(result.config, unit)
         if len(samples) == 0:
             continue
         seq = samples.read(0)
-        picked = np.unique(np.linspace(0, len(seq) - 1, frames).round().astype(int)).tolist()
+        chosen = np.unique(np.linspace(0, len(seq) - 1, frames).round().astype(int)).tolist()
         folders.append(folder)
-        rows.append([thumbnail(np.asarray(seq[i])) for i in picked])
-    return folders, rows, picked
+        rows.append([thumbnail(np.asarray(seq[i])) for i in chosen])
+        picked.append(chosen)
+        lengths.append(len(seq))
+    return folders, rows, picked, lengths
+
+
+EXAMPLES_TEXT = ("noise sequences start from the clean frame and redraw the noise in every frame, the others change "
+                 "the image gradually.")
 
 
 def examples_grid(result) -> F.Figure | None:
     try:
-        folders, rows, picked = perturbation_frames(result)
+        folders, rows, picked, lengths = perturbation_frames(result)
     except (RobustlabError, OSError, ValueError):
         return None
     if not rows:
         return None
+    width = max(len(r) for r in rows)
+    if len({tuple(p) for p in picked}) == 1:  # every sequence as long: one header of frame numbers
+        return F.image_grid("perturbation-examples", "Examples: perturbation sequences",
+                            f"Frames {', '.join(map(str, picked[0]))} (of 0-{lengths[0] - 1}) of the first sequence of "
+                            f"each perturbation, as run {result.run_id[:10]} read them; {EXAMPLES_TEXT}",
+                            rows, row_labels=folders, col_labels=[f"frame {i}" for i in picked[0]])
+    columns = ["first"] + [""] * (width - 2) + ["last"]
     return F.image_grid("perturbation-examples", "Examples: perturbation sequences",
-                        f"Frames {', '.join(map(str, picked))} of the first sequence of each perturbation, as run "
-                        f"{result.run_id[:10]} read them; noise sequences start from the clean frame and redraw the "
-                        "noise in every frame, the others change the image gradually.",
-                        rows, row_labels=folders, col_labels=[f"frame {i}" for i in picked])
+                        f"{width} frames spread evenly from the first to the last of the first sequence of each "
+                        f"perturbation, as run {result.run_id[:10]} read them; the sequences differ in length (the "
+                        f"row label says how many frames, each image its frame number). {EXAMPLES_TEXT[0].upper()}"
+                        f"{EXAMPLES_TEXT[1:]}",
+                        rows, row_labels=[f"{f}\n({n} frames)" for f, n in zip(folders, lengths)],
+                        col_labels=columns[:width], cell_labels=[[f"frame {i}" for i in p] for p in picked])
 
 
 def most_flipping(store, results: Sequence, names: dict[str, str], top: int = MOST_FLIPPING
@@ -153,42 +180,49 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
                   "Each sequence shows one image under a gradually growing perturbation (or, for noise, fresh noise "
                   "in every frame). The flip probability is how often the top-1 prediction changes between "
                   "consecutive frames (noise: between a frame and the clean first frame); the top-5 distance "
-                  "measures how much the top-5 ranking changes. FR and T5D divide them by AlexNet's; mFR and mT5D "
-                  "average those over the 10 test perturbations (100 = AlexNet; lower is more stable).",
-                  ["model", "benchmark", "dataset", "sequences", "mFR", "mT5D", "mean flip probability (%)", "run"])
+                  "measures how much the top-5 ranking changes. FR and T5D divide them by the baseline's (the "
+                  "table's \"normalised by\" column names it); mFR and mT5D average those over the 10 test "
+                  "perturbations (100 = the baseline; lower is more stable).",
+                  ["model", "benchmark", "dataset", "sequences", "mFR", "mT5D", "mean flip probability (%)",
+                   "normalised by", "run"],
+                  legend="mFR and mT5D are % of the baseline named in \"normalised by\" (100 = the baseline). "
+                         "\"(9 of 10)\": the mean of the perturbations whose rate is defined; a rate is undefined "
+                         "where the baseline's flip probability (or top-5 distance) is within its sampling error "
+                         "(the notes say where), or not measured.")
+    store = context.store if context is not None else None
     names = run_labels(results)
     fp, fr, t5d = {}, {}, {}
-    normalised = False
-    baseline_name = None
-    not_comparable = []
+    not_comparable, denominators = [], []
     for r in results:
         rates = mean_rates(r)
         n_seq = int(sum(v for m, _, v in r.metrics if m == "n_sequences"))
         mfp = mean_flip_probability(r)
         own = published_baseline_label(r.benchmark, r.config)
+        denominator = ratio_denominator(r, results, store) if rates else None
         sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(n_seq),
                          labelled(_rate_text(rates.get("mFR")), own if "mFR" in rates else None),
                          labelled(_rate_text(rates.get("mT5D")), own if "mT5D" in rates else None),
-                         "–" if mfp is None else f"{100 * mfp:.2f}", r.run_id[:10]])
+                         "–" if mfp is None else f"{100 * mfp:.2f}", denominator or "–", r.run_id[:10]])
         label = names[r.run_id]
         if per_perturbation(r, "flip_probability"):
             fp[label] = per_perturbation(r, "flip_probability")
         if per_perturbation(r, "flip_rate"):
             fr[labelled(label, own)] = per_perturbation(r, "flip_rate")
+            denominators.append(denominator)
             if own:
                 not_comparable.append(label)
-            normalised = True
-            baseline_name = r.config.get("baseline", "alexnet")
         if per_perturbation(r, "top5_distance"):
             t5d[label] = per_perturbation(r, "top5_distance")
         sec.notes += [f"{label}: {n}" for n in r.notes]
     base = None
-    if normalised:
+    if published_reference(results):  # AlexNet's published bars: only beside ImageNet-P data
         from ..metrics.stability import get_stability_baseline
 
-        base = get_stability_baseline(baseline_name)
-    base_name = DISPLAY_NAMES.get(base.name, base.name) if base is not None else ""
-    base_label = f"{base_name} (published)" if base is not None else ""
+        base = get_stability_baseline(next(r.config.get("baseline", "alexnet") for r in results
+                                           if r.benchmark == "imagenet-p" and not r.config.get("baseline_run")))
+    base_label = f"{PUBLISHED_ALEXNET} (ImageNet-P)" if base is not None else ""
+    rate_base = common_denominator(denominators)
+    rate_short = rate_base.split(" (run ", 1)[0].split(" (see", 1)[0]
     folders = [f for f in _folder_order(fp)]
     if fp:
         series = {m: [100 * v.get(f, np.nan) for f in folders] for m, v in fp.items()}
@@ -197,18 +231,20 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
         sec.figures.append(F.bar_groups(
             "flip-probability", "Flip probability per perturbation",
             "How often (%) the top-1 prediction changes from one frame to the next (noise: from the clean first "
-            "frame), stride 1" + (f"; {base_label} is the reference the rates divide by." if base else "."),
+            "frame), stride 1" + (f"; {base_label}: the paper's values, which the ImageNet-P runs' rates divide by."
+                                  if base else "."),
             folders, series, ylabel="flip probability (%)"))
     if fr:
         rate_folders = [f for f in folders if any(f in v for v in fr.values())]
         sec.figures.append(F.bar_groups(
             "flip-rate", "Flip rate per perturbation",
-            f"Flip probability divided by {base_name}'s (%), stride 1; the dashed line is {base_name} (100). "
-            "mFR is the mean over the 10 test perturbations."
+            f"Flip probability divided by that of {rate_base} (%), stride 1; the dashed line is {rate_short} (100). "
+            "mFR is the mean over the 10 test perturbations; a missing bar is an undefined rate (the baseline's flip "
+            "probability within its sampling error)."
             + (f" {', '.join(not_comparable)}: {NOT_COMPARABLE_LABEL} (flip probabilities on their own data "
                "divided by AlexNet's published ImageNet-P values)." if not_comparable else ""),
             rate_folders, {m: [100 * v.get(f, np.nan) for f in rate_folders] for m, v in fr.items()},
-            ylabel=f"flip rate FR (% of {base_name})", reference=100, reference_label=f"{base_name} (100)"))
+            ylabel=f"flip rate FR (% of {rate_short})", reference=100, reference_label=f"{rate_short} (100)"))
     if t5d:
         t_folders = [f for f in folders if any(f in v for v in t5d.values())]
         series = {m: [v.get(f, np.nan) for f in t_folders] for m, v in t5d.items()}
@@ -217,7 +253,8 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
         sec.figures.append(F.bar_groups(
             "top5-distance", "Top-5 distance per perturbation",
             "Mean top-5 distance between consecutive frames (stride 1): 0 when the five best classes keep their "
-            "order, larger the more they move (in rank positions).",
+            "order, larger the more they move (in rank positions)"
+            + (f"; {base_label}: the paper's values." if base is not None else "."),
             t_folders, series, ylabel="top-5 distance (rank positions)"))
     store = context.store if context is not None else None
     if store is not None:

@@ -182,7 +182,9 @@ def video_section(results: Sequence, context: ReportContext | None = None) -> Se
                   "the drop measures how often imperceptible changes between nearby frames flip the prediction. "
                   "Intervals are exact 95% Clopper-Pearson.",
                   ["model", "benchmark", "dataset", "anchors", "original accuracy % [95% CI]",
-                   "pm-k accuracy % [95% CI]", "k", "drop (points)", "run"])
+                   "pm-k accuracy % [95% CI]", "k", "drop (points)", "run"],
+                  legend="[a, b] = exact 95 % Clopper-Pearson interval over the anchors; drop = original minus pm-k "
+                         "accuracy, in percentage points.")
     names = run_labels(results)
     curves_x, curves_y, bands = {}, {}, {}
     points_by_set: dict[tuple[str, str], dict] = {}

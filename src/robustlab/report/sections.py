@@ -42,7 +42,8 @@ def build_sections(results: Sequence, context: ReportContext | None = None) -> l
 
 def generic_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("generic", "Other benchmarks", "Metric rows of runs whose benchmark has no dedicated section.",
-                  ["model", "benchmark", "metric", "setting", "value", "run"])
+                  ["model", "benchmark", "metric", "setting", "value", "run"],
+                  legend="Values as stored: fractions and ratios (0.767 is 76.7 %).")
     for r in results:
         for m, s, v in r.metrics:
             sec.rows.append([r.model, r.benchmark, m, s, f"{v:.6g}", r.run_id[:10]])

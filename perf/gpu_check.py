@@ -1,0 +1,630 @@
+"""Every GPU figure of the project in one run (under 8 minutes on one GPU), as one JSON record.
+
+Parts, each with a time cap (seconds, ``--cap PART=SECONDS``) and progress lines on stdout:
+
+1. ``torch_backend`` (75 s): the torch corruption backend on the device -- images/s for all
+   19 corruptions x 5 severities on a batch of 224x224 float images already there (256 on a
+   GPU; best of 2 calls), against the numpy path on one CPU thread (images one at a time).
+   ``torch_parity`` (75 s): its parity with the numpy path on the device (SPEC section 7:
+   deterministic corruptions within a mean |diff| of 1 grey level; random ones with the same
+   strength of change within 10 %, from 32 draws per image on 2 images, with its standard error:
+   a gap beyond 10 % by less than 2 standard errors is "inconclusive", not a failure).
+2. ``on_the_fly`` (150 s): ``imagenet-c --on-the-fly`` (the 15 benchmark corruptions at
+   severity 3, torch and numpy backends) of a torchvision ResNet-50 with random weights
+   (nothing is downloaded) over generated 256 px JPEGs, through the engine's local executor at
+   batch 256, against the model's clean inference on batches already on the device. Target:
+   at least 80 % of it. The store is a stand-in that keeps nothing (SQLAlchemy may be absent;
+   the real store's overhead is measured on its own: perf/speed_engine.py, +3.8 %).
+3. ``nvjpeg`` (30 s): jpeg_compression's JPEG round trip on the device (torchvision's nvJPEG on
+   CUDA) against the numpy path (libjpeg-turbo), 5 qualities: mean and largest |diff|.
+4. ``finetune`` (60 s): one epoch of ``robustlab.train.finetune`` (ResNet-18, random weights,
+   224 px, generated JPEGs), without and with ``paper-noise`` augmentation: images/s.
+5. ``stylize`` (45 s): ``robustlab.train.stylize_dataset`` (AdaIN, randomly initialised
+   full-size networks, 512 px): images/s.
+
+A part whose module is missing (PyAV, SQLAlchemy and faster-coco-eval are never needed) or that
+fails is recorded as ``skipped`` / ``failed`` with the reason, and the others still run; a part
+that reaches its cap stops there and says how far it got (``partial``).
+
+Usage (from a source checkout; PYTHONPATH=src is enough, nothing is installed or downloaded)::
+
+    PYTHONPATH=src python perf/gpu_check.py --out perf/gpu_check.json     # on a GPU: the figures
+    PYTHONPATH=src python perf/gpu_check.py --device cpu --quick --out /tmp/smoke.json   # smoke run
+    python perf/gpu_check.py --render perf/gpu_check.json                 # rewrite the marked rows
+
+``--render`` rewrites every table cell of README.md and docs/*.md that holds a marker
+``<!-- gpu-check:KEY -->`` (keys: :data:`RENDERERS`) from the record; without a GPU record the
+cells say pending. Exit status: 0, or 1 when a part failed or a target was missed on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+PARTS = ("torch_backend", "torch_parity", "on_the_fly", "nvjpeg", "finetune", "stylize")
+#: Seconds each part may take on a GPU (their sum plus start-up stays under 8 minutes).
+CAPS = {"torch_backend": 75.0, "torch_parity": 75.0, "on_the_fly": 150.0, "nvjpeg": 30.0, "finetune": 60.0,
+        "stylize": 45.0}
+#: SPEC section 7's bounds, and issue 21's on-the-fly target.
+MAX_MEAN_DIFF, MAX_STRENGTH_GAP, ON_THE_FLY_TARGET = 1.0, 0.10, 0.80
+DETERMINISTIC = ("gaussian_blur", "defocus_blur", "zoom_blur", "brightness", "contrast", "saturate", "pixelate",
+                 "jpeg_compression")
+SIZE = 224
+MARKER = re.compile(r"<!-- gpu-check:([a-z0-9-]+) -->")
+PENDING = "pending: `perf/gpu_check.py` has not run on a GPU yet"
+
+
+def say(text: str) -> None:
+    """A progress line (stdout, flushed: readable in a log)."""
+    print(f"[gpu_check {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+class Sizes:
+    """Workload sizes: the real ones on a GPU, small ones for a CPU smoke run (``--quick``: smaller)."""
+
+    def __init__(self, device: str, quick: bool) -> None:
+        gpu = device.startswith("cuda")
+        self.batch = 256 if gpu else (2 if quick else 8)
+        self.numpy_images = 4 if gpu else 1
+        self.corruptions = "all" if not quick else "gaussian_noise,glass_blur,fog,pixelate,jpeg_compression"
+        self.severities = (1, 2, 3, 4, 5) if not quick else (3,)
+        self.parity_draws = 32 if gpu else 2
+        self.fly_images = 1024 if gpu else (8 if quick else 32)
+        self.fly_batch = 256 if gpu else 8
+        self.fly_corruptions = "benchmark" if not quick else "gaussian_noise,fog"
+        self.fly_model = "torchvision:resnet50:none"
+        self.finetune_images = 512 if gpu else (8 if quick else 32)
+        self.finetune_batch = 64 if gpu else 4
+        self.stylize_images = 32 if gpu else (1 if quick else 4)
+        self.workers = max(1, min(15, (os.cpu_count() or 2) - 1)) if gpu else 0
+
+
+class CapReached(Exception):
+    """Raised inside a part when its time cap is reached; what it measured so far is kept."""
+
+
+class Clock:
+    """The time left to a part."""
+
+    def __init__(self, cap: float) -> None:
+        self.cap, self.start = cap, time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def check(self) -> None:
+        if self.elapsed() > self.cap:
+            raise CapReached(f"time cap of {self.cap:.0f} s reached")
+
+
+def synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def environment(device: str) -> dict:
+    """The stack the figures were taken on."""
+    from importlib import metadata
+
+    import torch
+
+    env = {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
+           "device": device}
+    try:
+        from speed_corruptions import cpu_model
+
+        env["cpu"] = cpu_model()
+    except Exception:  # noqa: BLE001 - best effort
+        env["cpu"] = platform.processor()
+    for package in ("torch", "torchvision", "numpy", "scipy", "numba", "opencv-python-headless", "opencv-python",
+                    "Pillow", "scikit-image"):
+        try:
+            env[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    if device.startswith("cuda") and torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        env["cuda"] = torch.version.cuda
+        env["gpu_memory_gib"] = round(torch.cuda.get_device_properties(torch.device(device)).total_memory / 2**30, 1)
+    try:
+        import subprocess
+
+        env["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                                       text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        env["commit"] = None
+    return env
+
+
+# --- 1. the torch backend: throughput and parity -------------------------------------------------------
+
+
+def torch_backend(device: str, sizes: Sizes, clock: Clock, out: dict) -> None:
+    import torch
+    from speed_corruptions import bench_image
+
+    from robustlab.corruptions import corrupt, corrupt_batch, resolve_corruptions
+
+    names = resolve_corruptions(sizes.corruptions)
+    image = bench_image(SIZE, SIZE)
+    x = torch.from_numpy(image).permute(2, 0, 1)[None].float().div(255)
+    x = x.expand(sizes.batch, -1, -1, -1).contiguous().to(device)
+    ids = list(range(sizes.batch))
+    out.update(batch=sizes.batch, severities=list(sizes.severities), images_per_s={}, numpy_images_per_s={},
+               speedup_vs_numpy={})
+    torch_seconds = numpy_seconds = 0.0
+    for name in names:
+        clock.check()
+        spent = 0.0
+        for s in sizes.severities:
+            corrupt_batch(x[:2], name, s, seed=0, ids=ids[:2])  # warm-up (kernels, caches)
+            synchronize(device)
+            best = float("inf")
+            for _ in range(2 if device != "cpu" else 1):
+                t0 = time.perf_counter()
+                corrupt_batch(x, name, s, seed=0, ids=ids)
+                synchronize(device)
+                best = min(best, time.perf_counter() - t0)
+            spent += best
+        mine = sizes.batch * len(sizes.severities) / spent
+        t0 = time.process_time()
+        for s in sizes.severities:
+            for k in range(sizes.numpy_images):
+                corrupt(image, name, s, rng=k)
+        theirs = sizes.numpy_images * len(sizes.severities) / max(time.process_time() - t0, 1e-9)
+        out["images_per_s"][name], out["numpy_images_per_s"][name] = mine, theirs
+        out["speedup_vs_numpy"][name] = mine / theirs
+        torch_seconds += sizes.batch * len(sizes.severities) / mine
+        numpy_seconds += sizes.batch * len(sizes.severities) / theirs
+        # totals over the corruptions measured so far (a part stopped by its cap keeps them)
+        out["total_images_per_s"] = len(out["images_per_s"]) * sizes.batch * len(sizes.severities) / torch_seconds
+        out["total_speedup_vs_numpy"] = numpy_seconds / torch_seconds
+        say(f"torch_backend: {name}: {mine:,.0f} img/s on {device} vs {theirs:,.0f} img/s numpy (1 thread): "
+            f"{mine / theirs:.1f}x ({clock.elapsed():.0f} s of {clock.cap:.0f})")
+
+
+def torch_parity(device: str, sizes: Sizes, clock: Clock, out: dict) -> None:
+    """The torch backend on the device against the numpy path (the definition), on two images."""
+    import numpy as np
+    import skimage.data
+    import torch
+    from PIL import Image
+    from speed_corruptions import bench_image
+
+    from robustlab.corruptions import corrupt_batch, resolve_corruptions
+
+    astronaut = np.array(Image.fromarray(skimage.data.astronaut()).resize((SIZE, SIZE), Image.Resampling.BILINEAR))
+    images = {"rocket": bench_image(SIZE, SIZE), "astronaut": astronaut}
+    out.update(draws=sizes.parity_draws, images=list(images), severities=list(sizes.severities), corruptions={})
+    for name in resolve_corruptions(sizes.corruptions):
+        clock.check()
+        kind = "deterministic" if name in DETERMINISTIC else "random"
+        cells = {}
+        for s in sizes.severities:
+            draws = 1 if kind == "deterministic" else sizes.parity_draws
+            per_image_n, per_image_t, diffs = [], [], []
+            for key, img in images.items():
+                cell_ids = [f"{key}/{j}" for j in range(draws)]  # the ids name the image: independent draws
+                reference = corrupt_batch([img] * draws, name, s, seed=0, ids=cell_ids)
+                batch = torch.from_numpy(img)[None].expand(draws, -1, -1, -1).contiguous().to(device)
+                got = corrupt_batch(batch, name, s, seed=0, ids=cell_ids).cpu().numpy()
+                per_image_n.append([np.abs(a.astype(np.int16) - img).mean() for a in reference])
+                per_image_t.append([np.abs(b.astype(np.int16) - img).mean() for b in got])
+                diffs += [float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean()) for a, b in zip(reference, got)]
+            if kind == "deterministic":
+                cells[str(s)] = {"mean_abs_diff": max(diffs)}
+            else:
+                sn = float(np.mean([np.mean(v) for v in per_image_n]))
+                st = float(np.mean([np.mean(v) for v in per_image_t]))
+                var = sum(np.var(a, ddof=1) / len(a) + np.var(b, ddof=1) / len(b)
+                          for a, b in zip(per_image_n, per_image_t) if len(a) > 1) / len(images) ** 2
+                cells[str(s)] = {"strength_gap": abs(st - sn) / max(sn, 1e-12),
+                                 "se": float(np.sqrt(var)) / max(sn, 1e-12)}
+        if kind == "deterministic":
+            worst = max(c["mean_abs_diff"] for c in cells.values())
+            verdict = "ok" if worst <= MAX_MEAN_DIFF else "outside"
+        else:
+            key = max(cells, key=lambda k: cells[k]["strength_gap"])
+            worst, se = cells[key]["strength_gap"], cells[key]["se"]
+            verdict = ("ok" if worst <= MAX_STRENGTH_GAP else
+                       "inconclusive" if worst - 2 * se <= MAX_STRENGTH_GAP else "outside")
+        bound = MAX_MEAN_DIFF if kind == "deterministic" else MAX_STRENGTH_GAP
+        out["corruptions"][name] = {"kind": kind, "worst": worst, "bound": bound, "verdict": verdict,
+                                    "severities": cells}
+        verdicts = [c["verdict"] for c in out["corruptions"].values()]  # so far: kept if the cap stops the part
+        out.update(ok=verdicts.count("ok"), inconclusive=verdicts.count("inconclusive"),
+                   outside=verdicts.count("outside"), of=len(verdicts))
+        say(f"torch_parity: {name}: {'mean |diff|' if kind == 'deterministic' else 'strength gap'} {worst:.3g} "
+            f"(bound {bound:g}): {verdict} ({clock.elapsed():.0f} s of {clock.cap:.0f})")
+
+
+# --- 2. imagenet-c --on-the-fly against clean inference --------------------------------------------------
+
+
+class NullStore:
+    """Keeps nothing: the executor without the catalog (SQLAlchemy may be absent here)."""
+
+    def write_unit(self, run_id, unit, columns, meta=None, replace=True):
+        return True
+
+    def record_problem(self, run_id, unit, sample_id, message):
+        pass
+
+
+def make_jpegs(root: Path, n: int, size: tuple[int, int], classes: list[str] | None = None, seed: int = 0) -> Path:
+    """``n`` generated JPEGs (gradients, checks and noise) in class folders (default ten)."""
+    import numpy as np
+
+    from robustlab.data.images import write_image
+
+    classes = classes or [f"class_{k:02d}" for k in range(10)]
+    rng = np.random.default_rng(seed)
+    h, w = size
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x * 255 / w, y * 255 / h, ((x // 16 + y // 16) % 2) * 200], -1)
+    for i in range(n):
+        img = np.clip(base + rng.normal(0, 25, base.shape), 0, 255).astype(np.uint8)
+        write_image(root / classes[i % len(classes)] / f"{i:05d}.jpg", img, quality=90)
+    return root
+
+
+def clean_inference(spec: str, device: str, batch: int, clock: Clock, seconds: float) -> float:
+    """Images/s of the model alone on 224x224 batches already on the device."""
+    import torch
+
+    from robustlab.models import load_model
+
+    model = load_model(spec, device=device)
+    x = torch.rand(batch, 3, SIZE, SIZE, device=model.device)
+    with torch.inference_mode():
+        model(x)
+        synchronize(device)
+        start, done = time.perf_counter(), 0
+        while done < 2 * batch or time.perf_counter() - start < seconds:
+            model(x)
+            done += batch
+        synchronize(device)
+    clock.check()
+    return done / (time.perf_counter() - start)
+
+
+def on_the_fly(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) -> None:
+    from robustlab.data.wordnet import ilsvrc_wnids
+    from robustlab.engine import get_benchmark
+    from robustlab.engine.executor import LocalExecutor, ModelRef
+    from robustlab.engine.work import UnitStream
+    from robustlab.models import load_model
+
+    # ImageNet class folders (wnids): the labels are ImageNet-1k indices, as for ImageNet val
+    folder = make_jpegs(workdir / "clean", sizes.fly_images, (256, 320), classes=ilsvrc_wnids()[:10])
+    say(f"on_the_fly: {sizes.fly_images} JPEGs written ({clock.elapsed():.0f} s)")
+    ceiling = clean_inference(sizes.fly_model, device, sizes.fly_batch, clock, 5.0 if device != "cpu" else 0.0)
+    out.update(model=sizes.fly_model, batch=sizes.fly_batch, images=sizes.fly_images, severity=3,
+               corruptions=sizes.fly_corruptions, workers=sizes.workers, clean_images_per_s=ceiling,
+               target=ON_THE_FLY_TARGET, backends={}, store="in-memory stand-in (keeps nothing)")
+    say(f"on_the_fly: {sizes.fly_model} clean inference {ceiling:,.0f} img/s at batch {sizes.fly_batch}")
+    bench = get_benchmark("imagenet-c")
+    loaded = load_model(sizes.fly_model, device=device)
+    for backend in ("torch", "numpy"):
+        clock.check()
+        config = bench.configure(str(folder), on_the_fly=True, corruption_backend=backend,
+                                 corruptions=sizes.fly_corruptions, severities="3", clean=False)
+        start = time.perf_counter()
+        stats = LocalExecutor(sizes.workers).run(ModelRef(sizes.fly_model, device=device), bench, config,
+                                                 UnitStream(bench, config, {}), NullStore(), "gpu-check",
+                                                 batch_size=sizes.fly_batch, progress="log", loaded=loaded,
+                                                 description=f"on-the-fly {backend}")
+        synchronize(device)
+        seconds = time.perf_counter() - start
+        n = len(config["corruptions"]) * sizes.fly_images
+        rate = n / seconds
+        out["backends"][backend] = {"images_per_s": rate, "fraction_of_clean": rate / ceiling, "samples": n,
+                                    "seconds": seconds, "first_batch_s": getattr(stats, "first_batch_seconds", None)}
+        say(f"on_the_fly: {backend} backend {rate:,.0f} img/s = {100 * rate / ceiling:.0f} % of clean inference "
+            f"({n} samples in {seconds:.1f} s)")
+    out["met"] = max(b["fraction_of_clean"] for b in out["backends"].values()) >= ON_THE_FLY_TARGET
+
+
+# --- 3. nvJPEG parity -------------------------------------------------------------------------------------
+
+
+def nvjpeg(device: str, sizes: Sizes, clock: Clock, out: dict) -> None:
+    import numpy as np
+    import torch
+    from speed_corruptions import bench_image
+
+    from robustlab.corruptions import corrupt
+    from robustlab.corruptions.digital import JPEG_QUALITY
+    from robustlab.corruptions.torch.digital import jpeg_round_trip
+
+    images = np.stack([bench_image(SIZE, SIZE), bench_image(320, 240)[:SIZE, :SIZE]])
+    batch = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(device)
+    out.update(codec="nvJPEG (torchvision)" if device.startswith("cuda") else "libjpeg-turbo (torchvision, CPU)",
+               qualities={}, bound=MAX_MEAN_DIFF)
+    for severity, quality in enumerate(JPEG_QUALITY["imagecorruptions"], start=1):
+        clock.check()
+        got = jpeg_round_trip(batch, quality).permute(0, 2, 3, 1).cpu().numpy()
+        want = np.stack([corrupt(img, "jpeg_compression", severity, rng=0) for img in images])
+        diff = np.abs(got.astype(np.int16) - want.astype(np.int16))
+        out["qualities"][str(quality)] = {"mean_abs_diff": float(diff.mean()), "max_abs_diff": int(diff.max())}
+        say(f"nvjpeg: quality {quality}: mean |diff| {diff.mean():.3f}, max {diff.max()} grey levels")
+    out["mean_abs_diff"] = max(q["mean_abs_diff"] for q in out["qualities"].values())
+    out["max_abs_diff"] = max(q["max_abs_diff"] for q in out["qualities"].values())
+    out["ok"] = out["mean_abs_diff"] <= MAX_MEAN_DIFF
+
+
+# --- 4. finetune, 5. stylize --------------------------------------------------------------------------
+
+
+def finetune(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) -> None:
+    from robustlab.train import finetune as run_finetune
+
+    folder = make_jpegs(workdir / "train", sizes.finetune_images, (256, 320), seed=1)
+    out.update(model="torchvision:resnet18:none", images=sizes.finetune_images, batch=sizes.finetune_batch,
+               images_per_s={})
+    for augment in (None, "paper-noise"):
+        clock.check()
+        start = time.perf_counter()
+        spec = run_finetune("torchvision:resnet18:none", folder, out=workdir / f"ft-{augment}", epochs=1,
+                            augment=augment, batch_size=sizes.finetune_batch, device=device,
+                            workers=sizes.workers, class_map="sorted", progress=False, log=lambda s: None)
+        synchronize(device)
+        rate = sizes.finetune_images / (time.perf_counter() - start)
+        out["images_per_s"][augment or "none"] = rate
+        say(f"finetune: augment {augment or 'none'}: {rate:,.1f} img/s ({spec})")
+
+
+def stylize(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) -> None:
+    from speed_stylize import full_size_weights, make_images
+
+    from robustlab.train.stylize import stylize_dataset
+
+    make_images(workdir / "content" / "images", sizes.stylize_images, (512, 512), 0)
+    make_images(workdir / "styles", 3, (512, 640), 1)
+    weights = full_size_weights(workdir / "weights")
+    clock.check()
+    start = time.perf_counter()
+    summary = stylize_dataset(workdir / "content", workdir / "styles", workdir / "stylized", weights=weights,
+                              workers=1, device=device)
+    synchronize(device)
+    rate = summary.written / (time.perf_counter() - start)
+    out.update(images=sizes.stylize_images, written=summary.written, images_per_s=rate, size=512,
+               networks="AdaIN, full-size VGG-19 encoder and decoder, random weights")
+    say(f"stylize: {summary.written} images, {rate:,.2f} img/s")
+
+
+# --- the run -------------------------------------------------------------------------------------------
+
+
+def run_part(name: str, fn: Callable, cap: float, record: dict) -> None:
+    out: dict = {}
+    clock = Clock(cap)
+    say(f"{name}: start (cap {cap:.0f} s)")
+    try:
+        fn(clock, out)
+        status, note = "ok", None
+    except CapReached as exc:
+        status, note = "partial", str(exc)
+    except ModuleNotFoundError as exc:
+        status, note = "skipped", f"{exc.name or exc} is not installed here"
+    except Exception as exc:  # noqa: BLE001 - one part's failure must not lose the others' figures
+        status, note = "failed", f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
+    record["parts"][name] = {"status": status, "seconds": round(clock.elapsed(), 1), **({"note": note} if note else {}),
+                             **out}
+    say(f"{name}: {status} in {clock.elapsed():.0f} s" + (f" ({note})" if note else ""))
+
+
+def measure(device: str, parts: list[str], caps: dict[str, float], quick: bool, workers: int | None = None) -> dict:
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"--device {device}: CUDA is not available here; give --device cpu for a smoke run.")
+    sizes = Sizes(device, quick)
+    if workers is not None:
+        sizes.workers = workers
+    torch.backends.cudnn.benchmark = True
+    record = {"schema": 1, "script": "perf/gpu_check.py", "when": datetime.now(UTC).isoformat(timespec="seconds"),
+              "device": device, "quick": quick, "environment": environment(device), "parts": {}}
+    say(f"device {device} ({record['environment'].get('gpu', 'CPU')}); parts {', '.join(parts)}")
+    with tempfile.TemporaryDirectory(prefix="robustlab-gpu-check-") as tmp:
+        work = Path(tmp)
+        jobs = {
+            "torch_backend": lambda clock, out: torch_backend(device, sizes, clock, out),
+            "torch_parity": lambda clock, out: torch_parity(device, sizes, clock, out),
+            "on_the_fly": lambda clock, out: on_the_fly(device, sizes, clock, out, work / "fly"),
+            "nvjpeg": lambda clock, out: nvjpeg(device, sizes, clock, out),
+            "finetune": lambda clock, out: finetune(device, sizes, clock, out, work / "finetune"),
+            "stylize": lambda clock, out: stylize(device, sizes, clock, out, work / "stylize"),
+        }
+        start = time.perf_counter()
+        for name in parts:
+            run_part(name, jobs[name], caps[name], record)
+        record["seconds"] = round(time.perf_counter() - start, 1)
+    return record
+
+
+# --- rendering the marked rows ----------------------------------------------------------------------------
+
+
+def _gpu(record: dict) -> str:
+    return record["environment"].get("gpu", record["device"])
+
+
+def _part(record: dict | None, name: str) -> dict | None:
+    """A part of a GPU record that produced figures (None: pending)."""
+    if not record or not str(record.get("device", "")).startswith("cuda"):
+        return None
+    part = record.get("parts", {}).get(name)
+    return part if part and part.get("status") in ("ok", "partial") else None
+
+
+def render_torch_throughput(record):
+    p = _part(record, "torch_backend")
+    if not p or not p.get("speedup_vs_numpy"):
+        return None
+    ratios = p["speedup_vs_numpy"]
+    lo, hi = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
+    partial = f"; {len(ratios)} of 19 corruptions before the time cap" if p["status"] == "partial" else ""
+    return (f"{p['total_speedup_vs_numpy']:.0f}x on {_gpu(record)} ({p['total_images_per_s']:,.0f} img/s at batch "
+            f"{p['batch']}; {lo} {ratios[lo]:.1f}x to {hi} {ratios[hi]:.0f}x{partial})")
+
+
+def render_torch_parity(record):
+    p = _part(record, "torch_parity")
+    if not p or not p.get("corruptions"):
+        return None
+    det = [v["worst"] for v in p["corruptions"].values() if v["kind"] == "deterministic"]
+    ran = [v["worst"] for v in p["corruptions"].values() if v["kind"] == "random"]
+    details = ([f"deterministic mean |diff| ≤ {max(det):.2f}"] if det else []) + (
+        [f"random strength gap ≤ {100 * max(ran):.1f} % ({p['draws']} draws per image)"] if ran else [])
+    return (f"{p['ok']} of {p['of']} within bounds on {_gpu(record)}"
+            + (f", {p['inconclusive']} inconclusive" if p.get("inconclusive") else "")
+            + (f", {p['outside']} outside" if p.get("outside") else "") + f" ({'; '.join(details)})")
+
+
+def render_on_the_fly(record):
+    p = _part(record, "on_the_fly")
+    if not p or not p.get("backends"):
+        return None
+    parts = [f"{100 * b['fraction_of_clean']:.0f} % ({name})" for name, b in p["backends"].items()]
+    return f"{' / '.join(parts)} on {_gpu(record)}, ResNet-50 at batch {p['batch']}"
+
+
+def render_nvjpeg(record):
+    p = _part(record, "nvjpeg")
+    if not p or "mean_abs_diff" not in p:
+        return None
+    return (f"CUDA: nvJPEG, mean |diff| ≤ {p['mean_abs_diff']:.2f} (max {p['max_abs_diff']}) grey levels against "
+            f"the numpy path on {_gpu(record)}")
+
+
+def _rate(record, part: str, key: str | None = None):
+    p = _part(record, part)
+    if not p:
+        return None
+    value = p["images_per_s"] if key is None else p.get("images_per_s", {}).get(key)
+    return None if value is None else f"{value:,.1f} on {_gpu(record)}"
+
+
+#: Marker key -> text of the cell from a record (None: pending).
+RENDERERS: dict[str, Callable[[dict | None], str | None]] = {
+    "torch-throughput": render_torch_throughput,
+    "torch-parity": render_torch_parity,
+    "on-the-fly": render_on_the_fly,
+    "nvjpeg": render_nvjpeg,
+    "finetune": lambda r: _rate(r, "finetune", "none"),
+    "finetune-augment": lambda r: _rate(r, "finetune", "paper-noise"),
+    "stylize": lambda r: _rate(r, "stylize"),
+}
+
+
+def render_text(text: str, record: dict | None) -> str:
+    """``text`` with every table cell holding a marker rewritten from ``record`` (or pending)."""
+    def cell(match_line: str) -> str:
+        cells = re.split(r"(?<!\\)\|", match_line)  # a Markdown table row; "\|" is a pipe inside a cell
+        for i, c in enumerate(cells):
+            m = MARKER.search(c)
+            if m:
+                key = m.group(1)
+                if key not in RENDERERS:
+                    raise SystemExit(f"unknown gpu-check marker {key!r}; known: {', '.join(RENDERERS)}")
+                text = (RENDERERS[key](record) or PENDING).replace("|", "\\|")
+                cells[i] = f" {text} <!-- gpu-check:{key} --> "
+        return "|".join(cells)
+
+    return "\n".join(cell(line) if MARKER.search(line) else line for line in text.split("\n"))
+
+
+def render_files(record_path: Path | None, files: list[Path]) -> list[Path]:
+    """Rewrite the marked cells of ``files``; returns the files changed."""
+    record = json.loads(record_path.read_text()) if record_path is not None and record_path.is_file() else None
+    changed = []
+    for path in files:
+        text = path.read_text()
+        new = render_text(text, record)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
+def default_targets() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def targets_missed(record: dict) -> list[str]:
+    missed = [f"{name}: {p['status']} ({p.get('note', '')})" for name, p in record["parts"].items()
+              if p["status"] == "failed"]
+    if str(record["device"]).startswith("cuda"):
+        fly = record["parts"].get("on_the_fly", {})
+        if fly.get("status") == "ok" and not fly.get("met"):
+            missed.append(f"on_the_fly: below {100 * ON_THE_FLY_TARGET:.0f} % of clean inference")
+        tp = record["parts"].get("torch_parity", {})
+        if tp.get("outside"):
+            missed.append(f"torch_parity: {tp['outside']} corruption(s) outside the bounds")
+        nv = record["parts"].get("nvjpeg", {})
+        if "ok" in nv and not nv["ok"]:
+            missed.append("nvjpeg: mean |diff| above 1 grey level")
+    return missed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu for a smoke run")
+    parser.add_argument("--out", type=Path, help="write the JSON record here")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {', '.join(PARTS)}")
+    parser.add_argument("--cap", action="append", default=[], metavar="PART=SECONDS", help="a part's time cap")
+    parser.add_argument("--quick", action="store_true", help="smallest workloads (a smoke test of the code paths)")
+    parser.add_argument("--workers", type=int, help="loading workers of the engine and finetune parts (default: "
+                        "CPUs - 1, at most 15, on a GPU; 0 on the CPU)")
+    parser.add_argument("--render", type=Path, metavar="RECORD", nargs="?", const=BENCH_DIR / "gpu_check.json",
+                        help="rewrite the marked rows of README.md and docs/*.md from RECORD (default "
+                             "perf/gpu_check.json; a missing file renders them pending), then exit")
+    args = parser.parse_args(argv)
+    if args.render is not None:
+        changed = render_files(args.render, default_targets())
+        print(f"rendered from {args.render}: " + (", ".join(str(p.relative_to(ROOT)) for p in changed) or "no change"))
+        return 0
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise SystemExit(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    caps = dict(CAPS)
+    for item in args.cap:
+        name, _, seconds = item.partition("=")
+        if name not in caps:
+            raise SystemExit(f"--cap {item}: unknown part {name!r}")
+        caps[name] = float(seconds)
+    record = measure(args.device, parts, caps, args.quick, args.workers)
+    missed = targets_missed(record)
+    record["targets_missed"] = missed
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_suffix(args.out.suffix + ".tmp")
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
+        tmp.replace(args.out)
+        say(f"wrote {args.out}")
+    say(f"done in {record['seconds']:.0f} s: " + ("all targets met" if not missed else "MISSED: " + "; ".join(missed)))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
