@@ -98,7 +98,8 @@ def test_render_rewrites_marked_cells_and_says_pending_without_a_gpu_record(tmp_
                          "corruptions": {"fog": {"kind": "random", "worst": 0.031},
                                          "pixelate": {"kind": "deterministic", "worst": 0.4}}}}}
     done = gpu.render_text(page, record)
-    assert "| 91 % (torch) / 62 % (numpy) on NVIDIA H200, ResNet-50 at batch 256 <!-- gpu-check:on-the-fly --> |" in done
+    assert ("| 91 % (torch) / 62 % (numpy) of clean evaluation through the engine on NVIDIA H200, ResNet-50 at batch 256 "
+            "<!-- gpu-check:on-the-fly --> |") in done
     assert r"19 of 19 within bounds on NVIDIA H200 (deterministic mean \|diff\| ≤ 0.40; random strength gap ≤ 3.1 %" in done
     import re
 

@@ -7,26 +7,32 @@ positions and weights) and jpeg_compression (a real JPEG round trip) draw nothin
 elastic_transform draws, per image, the displacement fields (and, in the hendrycks profiles,
 the affine jitter first) and samples with mirrored borders.
 
-JPEG: on a CUDA device the round trip runs on the GPU through torchvision's nvJPEG encoder
-and decoder; on any other device (CPU, MPS) through torchvision's libjpeg-turbo on the CPU
-(the same bytes as the numpy path's OpenCV / Pillow encoders), with the images copied to the
-CPU and back.
+JPEG: the round trip runs through torchvision's libjpeg-turbo on the CPU on every device (the
+same bytes as the numpy path's OpenCV / Pillow encoders, so jpeg_compression is exact between
+backends), with the images copied to the host and back and the images of a batch coded on a few
+threads. nvJPEG on the GPU is faster but not the same codec: on an H200 its round trip differed
+from libjpeg's by 2.1 to 2.6 grey levels on average (up to 112) at the five qualities
+(perf/gpu_check.py), outside the backend's bound of 1; ``ROBUSTLAB_TORCH_JPEG=nvjpeg`` selects it
+anyway, for speed over exactness.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import cv2
 import numpy as np
 import torch
 
+from ...errors import InputError
 from .. import digital as numpy_digital
 from .draws import uniform, wide_float
 from .ops import bilinear_sample, gaussian_blur
 from .registry import register_torch
 
-__all__ = ["box_weights", "hsv_adjust", "jpeg_round_trip", "nearest_index"]
+__all__ = ["JPEG_CODECS", "JPEG_CODEC_ENV", "box_weights", "hsv_adjust", "jpeg_codec", "jpeg_round_trip", "nearest_index"]
 
 
 # --------------------------------------------------------------------------- HSV
@@ -161,33 +167,56 @@ def _torchvision_jpeg():
     return encode_jpeg, decode_jpeg
 
 
-def jpeg_round_trip(images: torch.Tensor, quality: int) -> torch.Tensor:
+#: Environment variable choosing the JPEG codec of the torch backend: ``libjpeg`` (default, exact)
+#: or ``nvjpeg`` (CUDA tensors only: on the GPU, faster, not pixel-identical to the numpy path).
+JPEG_CODEC_ENV = "ROBUSTLAB_TORCH_JPEG"
+JPEG_CODECS = ("libjpeg", "nvjpeg")
+
+
+def jpeg_codec() -> str:
+    """The JPEG codec the torch backend uses (:data:`JPEG_CODEC_ENV`; default ``libjpeg``)."""
+    codec = os.environ.get(JPEG_CODEC_ENV, "libjpeg").strip().lower() or "libjpeg"
+    if codec not in JPEG_CODECS:
+        raise InputError(f"{JPEG_CODEC_ENV}={codec!r}: use one of {', '.join(JPEG_CODECS)}.")
+    return codec
+
+
+def jpeg_round_trip(images: torch.Tensor, quality: int, *, codec: str | None = None) -> torch.Tensor:
     """Encode every uint8 (N, 3, H, W) image as a baseline JPEG at ``quality`` and decode it.
 
-    CUDA tensors: torchvision's nvJPEG encoder and decoder, batched on the GPU. Other devices:
-    torchvision's libjpeg-turbo on the CPU (OpenCV's when torchvision's image ops are missing),
-    returned on the input's device.
+    ``codec`` (default :func:`jpeg_codec`): ``libjpeg`` -- torchvision's libjpeg-turbo on the CPU
+    (OpenCV's when torchvision's image ops are missing), the numpy path's bytes, on a few threads;
+    ``nvjpeg`` -- torchvision's nvJPEG encoder and decoder batched on the GPU (CUDA tensors only;
+    other devices fall back to libjpeg).
 
     Returns
     -------
     torch.Tensor
         uint8 (N, 3, H, W) on ``images``' device.
     """
-    codec = _torchvision_jpeg()
+    codec = jpeg_codec() if codec is None else codec
+    library = _torchvision_jpeg()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torchvision 0.29 marks its image codecs deprecated
-        if codec is not None and images.device.type == "cuda":
-            encode, decode = codec
+        if codec == "nvjpeg" and library is not None and images.device.type == "cuda":
+            encode, decode = library
             encoded = encode(list(images.contiguous()), quality=int(quality))
             # the decoder reads its bytes from host memory (a few kB per image)
             return torch.stack(decode([e.cpu() for e in encoded], device=images.device))
         cpu = images.cpu().contiguous()
-        if codec is not None:
-            encode, decode = codec
-            out = torch.stack([decode(encode(img, quality=int(quality))) for img in cpu])
+        if library is not None:
+            encode, decode = library
+
+            def one(img: torch.Tensor) -> torch.Tensor:
+                return decode(encode(img, quality=int(quality)))
         else:  # pragma: no cover - torchvision without image ops
-            out = torch.stack([torch.from_numpy(_cv2_round_trip(img.permute(1, 2, 0).numpy(), quality)).permute(2, 0, 1)
-                               for img in cpu])
+            def one(img: torch.Tensor) -> torch.Tensor:
+                return torch.from_numpy(_cv2_round_trip(img.permute(1, 2, 0).numpy(), quality)).permute(2, 0, 1)
+        if len(cpu) >= 8:  # libjpeg releases the GIL: a batch is coded on a few threads
+            with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+                out = torch.stack(list(pool.map(one, cpu)))
+        else:
+            out = torch.stack([one(img) for img in cpu])
     return out.to(images.device)
 
 
