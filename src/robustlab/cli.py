@@ -453,6 +453,47 @@ def show_command(
         raise typer.Exit(1)
 
 
+# --- the store itself (issue 30): store check, store relocate ---------------------------------
+
+store_app = typer.Typer(help="Look after a results store: check it against its predictions folder, relocate it.",
+                        no_args_is_help=True)
+app.add_typer(store_app, name="store")
+
+
+@store_app.command("check")
+def store_check_command(
+    store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
+    repair: bool = typer.Option(False, "--repair", help="Remove orphan files, mark runs left running by a gone "
+                                "process interrupted, clear records of gone processes."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Hash every predictions file and compare it "
+                                "with the hash recorded when it was written."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List orphan, missing and changed predictions files and stale runs (exit 1 when something needs attention)."""
+    import json
+
+    from .store import open_store
+    from .store.check import check_store
+
+    with open_store(store, must_exist=True) as st:
+        report = check_store(st, repair=repair, verify=verify)
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
+    if not report.clean:
+        raise typer.Exit(1)
+
+
+@store_app.command("relocate")
+def store_relocate_command(
+    folder: Path = typer.Argument(..., help="The predictions folder's new place (moved or copied as a whole)."),
+    store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
+) -> None:
+    """Record a moved predictions folder as the store's one predictions folder."""
+    from .store import open_store
+
+    with open_store(store, must_exist=True, predictions_dir=folder, relocate=True) as st:
+        typer.echo(f"the store {st.location.describe()} keeps its predictions in {st.predictions_dir}")
+
+
 # --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
 
 from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
