@@ -59,6 +59,7 @@ class EvaluationResult:
     units_computed: int = 0
     seconds: float = 0.0
     executor: str = ""
+    events: list[dict] = field(default_factory=list)
 
     def metric(self, name: str, setting: str = "") -> float:
         """One metric value, e.g. ``result.metric("mce")`` or ``result.metric("error", "fog/3")``."""
@@ -75,6 +76,7 @@ class EvaluationResult:
             "notes": list(self.notes),
             "problems": [{"unit": u, "sample_id": i, "message": m} for u, i, m in self.problems],
             "units_total": self.units_total, "units_computed": self.units_computed, "seconds": self.seconds,
+            "events": list(self.events),
         }
 
     def table(self) -> str:
@@ -196,6 +198,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         missing units are computed) or returns a finished one at once.
     """
     from .executor import ExecutionStats, ModelRef, get_executor
+    from .leases import RunHolder
     from .work import UnitStream
 
     start = time.perf_counter()
@@ -224,25 +227,31 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                 config[key] = full_id
         known = {r.id for r in st.list_runs(benchmark=bench.name, model=name)}
         run_id = st.register_run(name, bench.name, bench.dataset_id(config), config, spec)
-        stream = UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint)
-        stream.verify()
-        stats = ExecutionStats()
-        pending = stream.peek() is not None
-        if pending:
-            st.set_run_status(run_id, "running")
-            try:
-                from ..models.protocol import select_device
+        with RunHolder(st, run_id) as holder:  # other drivers on this store share the units (engine/leases.py)
+            def units() -> UnitStream:
+                return UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint, claim=holder.claim)
 
-                stats = runner.run(ModelRef(model, preprocessing, num_classes, select_device(device), wrap), bench,
-                                   config, stream, st, run_id,
-                                   batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    if run_id not in known and not st.completed_units(run_id):
-                        st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
-                    else:
-                        st.set_run_status(run_id, "failed")
-                raise
+            stream = units()
+            stream.verify()
+            stats = ExecutionStats()
+            pending = stream.peek() is not None or bool(stream.deferred)
+            if pending:
+                st.set_run_status(run_id, "running")
+                try:
+                    from ..models.protocol import select_device
+
+                    ref = ModelRef(model, preprocessing, num_classes, select_device(device), wrap)
+                    stats = holder.compute(lambda s: runner.run(ref, bench, config, s, st, run_id,
+                                                                batch_size=batch_size, progress=progress,
+                                                                description=f"{bench.name} {run_id[:6]}"),
+                                           stream, units)
+                except BaseException as exc:
+                    with contextlib.suppress(Exception):
+                        if run_id not in known and not st.completed_units(run_id) and not holder.others():
+                            st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
+                        else:
+                            holder.end("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+                    raise
         record = st.get_run(run_id)
         if pending or record.status != "complete" or not st.get_metrics(run_id):
             compute_metrics(st, run_id, bench, config, stream.keys)
@@ -251,6 +260,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     result.units_total = len(stream.keys)
     result.seconds = time.perf_counter() - start
     result.executor = runner.name
+    result.events = stats.events
     return result
 
 
