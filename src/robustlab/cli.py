@@ -5,6 +5,7 @@ Run ``robustlab --help`` for the list of commands and ``robustlab COMMAND --help
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -372,8 +373,14 @@ def evaluate_command(
                                                "(repeatable), e.g. shard_size=1000."),
     executor: str = typer.Option("local", "--executor", "-e", help="local (worker processes on this machine) or "
                                  "ray (a Ray cluster: RAY_ADDRESS or --ray-address, else a local Ray)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray "
-                                              "(default $RAY_ADDRESS)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray: "
+                                              "the head's host:port, or ray://host:10001 (default $RAY_ADDRESS)."),
+    actors: Optional[str] = typer.Option(None, "--actors", help="--executor ray: inference actors, N or auto (one per "
+                                         "GPU, else one per node with 2+ CPUs); batches are spread over them "
+                                         "\\[default: auto]."),
+    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="--executor ray: seconds without a "
+                                                  "finished batch before the run fails (finished units stay stored); "
+                                                  "stalls are reported after 15 s \\[default: 300]."),
     tag: Optional[str] = typer.Option(None, "--tag", help="A name added to the run's identity (e.g. to evaluate "
                                       "changed data as a new run)."),
     fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
@@ -387,23 +394,31 @@ def evaluate_command(
     import json
 
     from .engine import evaluate
-    from .engine.options import parse_key_values, preprocessing_from_args
+    from .engine.options import parse_actors, parse_key_values, preprocessing_from_args
 
     extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
              "class_map": class_map, "baseline_run": baseline_run, "on_the_fly": on_the_fly or None,
              "corruption_backend": corruption_backend}
     extra = {k: v for k, v in extra.items() if v is not None}
-    try:
-        result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
-                          batch_size=batch_size, workers=workers, device=device, limit=limit,
-                          preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                          num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
-                          ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
-                          progress=None if progress and not as_json else False, **extra, **parse_key_values(option))
-    except KeyboardInterrupt:
-        typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
-        raise typer.Exit(130) from None
-    typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
+    with _stdout_for_json(as_json) as out:  # under --json, stdout carries the document and nothing else
+        try:
+            result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
+                              batch_size=batch_size, workers=workers, device=device, limit=limit,
+                              preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
+                              num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
+                              ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
+                              actors=parse_actors(actors), stall_timeout=stall_timeout,
+                              progress=None if progress and not as_json else False, **extra,
+                              **parse_key_values(option))
+        except KeyboardInterrupt:
+            typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
+            raise typer.Exit(130) from None
+        except RobustlabError as exc:
+            if as_json:  # the failure as a document too, with what the run reported while it ran
+                out.write(json.dumps({"status": "failed", "error": one_line_message(exc),
+                                      "events": getattr(exc, "events", [])}, indent=2) + "\n")
+            raise
+        out.write((json.dumps(result.to_dict(), indent=2) if as_json else result.table()) + "\n")
 
 
 @app.command("runs")
@@ -499,6 +514,33 @@ def store_relocate_command(
 from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
 
 register_train_commands(app)
+
+
+@contextlib.contextmanager
+def _stdout_for_json(as_json: bool):
+    """Yield the stream a command's document goes to. Under ``--json``, when stdout is this
+    process's file descriptor 1, everything else written to descriptor 1 meanwhile (by Ray's
+    threads and processes, C libraries, stray prints) goes to stderr instead, so stdout carries
+    the JSON document alone."""
+    try:
+        real = as_json and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # a captured stdout (tests, notebooks)
+        real = False
+    if not real:
+        yield sys.stdout
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    out = os.fdopen(os.dup(saved), "w")
+    try:
+        yield out
+    finally:
+        out.flush()
+        out.close()
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _report(message: str, exc: BaseException | None) -> None:

@@ -148,7 +148,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              num_classes: int | None = None, progress: bool | None = None, save_logits: bool = False,
              wrap: str | list[str] | None = None, executor: str | Any = "local",
              ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
-             max_pixels: int | None = None, **options: Any) -> EvaluationResult:
+             max_pixels: int | None = None, actors: int | str | None = None, stall_timeout: float | None = None,
+             **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -179,6 +180,12 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         Where the work runs; the stored results are the same either way.
     ray_address : str, optional
         The Ray cluster to use with ``executor="ray"`` (default ``RAY_ADDRESS``, else a local Ray).
+    actors : int or ``"auto"``, optional
+        ``executor="ray"``: inference actors (default ``auto``: one per GPU, else one per node with
+        at least 2 CPUs); batches are spread over them.
+    stall_timeout : float, optional
+        ``executor="ray"``: seconds without a finished batch before the run fails cleanly
+        (default 300); a stall is reported after 15 s (in ``result.events`` and on stderr).
     tag : str, optional
         A name that becomes part of the run's identity (e.g. to evaluate changed data as a new run).
     fingerprint : ``"stat"`` (default) or ``"content"``
@@ -203,7 +210,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
 
     start = time.perf_counter()
     bench = get_benchmark(benchmark)
-    runner = get_executor(executor, **_executor_options(executor, workers, ray_address))
+    runner = get_executor(executor, **_executor_options(executor, workers, ray_address, actors, stall_timeout))
     check_device(device)
     options = bench.evaluation_options(dict(options), device)
     config = bench.configure(str(data), corruptions=corruptions, severities=severities, limit=limit,
@@ -280,14 +287,18 @@ def check_device(device: str | None) -> None:
         raise InputError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.")
 
 
-def _executor_options(executor: Any, workers: int | None, ray_address: str | None) -> dict[str, Any]:
+def _executor_options(executor: Any, workers: int | None, ray_address: str | None, actors: Any = None,
+                      stall_timeout: float | None = None) -> dict[str, Any]:
     name = executor if isinstance(executor, str) else getattr(executor, "name", "")
+    ray_only = {"ray_address (--ray-address)": ray_address, "actors (--actors)": actors,
+                "stall_timeout (--stall-timeout)": stall_timeout}
     if name == "local":
-        if ray_address is not None:
-            raise InputError("ray_address (--ray-address) is an option of the ray executor; add --executor ray.")
+        for option, value in ray_only.items():
+            if value is not None:
+                raise InputError(f"{option} is an option of the ray executor; add --executor ray.")
         return {"workers": workers}
     if name == "ray":
-        return {"address": ray_address, "workers": workers}
+        return {"address": ray_address, "workers": workers, "actors": actors, "stall_timeout": stall_timeout}
     return {}
 
 

@@ -29,12 +29,12 @@ class EventLog:
         self.echo = echo
         self.events: list[dict[str, Any]] = []
 
-    def emit(self, kind: str, message: str, **fields: Any) -> dict[str, Any]:
-        """Record (and echo) one event; returns it."""
+    def emit(self, kind: str, message: str, *, echo: bool = True, **fields: Any) -> dict[str, Any]:
+        """Record one event (and echo it unless ``echo=False``: a summary kept for ``--json``); returns it."""
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         event = {"kind": kind, "message": message, "time": now, **fields}
         self.events.append(event)
-        if self.echo:
+        if self.echo and echo:
             print(LOG_PREFIX + message, file=sys.stderr, flush=True)
         return event
 
