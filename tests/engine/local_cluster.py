@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RAY = Path(sys.executable).with_name("ray")
-#: The head notices a dead node after about 3 s (default: 5 missed checks of 3 s).
-FAST_HEALTH_CHECKS = {"RAY_health_check_initial_delay_ms": "1000", "RAY_health_check_period_ms": "1000",
-                      "RAY_health_check_timeout_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+#: The head notices a dead node after about 3 s (default: 5 missed checks of 3 s); the Ray Client
+#: server waits longer for the per-driver server it starts (a loaded 2-core machine is slow to start one).
+NODE_ENV = {"RAY_health_check_initial_delay_ms": "1000", "RAY_health_check_period_ms": "1000",
+            "RAY_health_check_timeout_ms": "1000", "RAY_health_check_failure_threshold": "3",
+            "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"}
 
 
 def free_port() -> int:
@@ -64,11 +66,11 @@ class LocalCluster:
     """A head plus worker nodes started with ``ray start`` (see the module docstring).
 
     ``env`` is what a driver needs to join: ``RAY_ADDRESS``, ``RAY_AUTH_MODE=token`` and
-    ``RAY_AUTH_TOKEN``.
+    ``RAY_AUTH_TOKEN`` (``RAY_AUTH_MODE=disabled`` when ``token`` is None).
     """
 
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rl-ray-", dir="/tmp")))
-    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    token: str | None = field(default_factory=lambda: secrets.token_hex(16))
     nodes: list[Node] = field(default_factory=list)
     gcs_port: int = 0
     client_port: int = 0
@@ -84,7 +86,13 @@ class LocalCluster:
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "RAY_ADDRESS": self.address, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token}
+        env = {**os.environ, "RAY_ADDRESS": self.address}
+        if self.token is None:
+            env["RAY_AUTH_MODE"] = "disabled"
+            env.pop("RAY_AUTH_TOKEN", None)
+        else:
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.token)
+        return env
 
     def start(self, head_cpus: int = 1, workers: tuple[int, ...] = (2, 2), timeout: float = 240) -> LocalCluster:
         """Start the head (``head_cpus`` CPUs) and one worker node per entry of ``workers``."""
@@ -110,7 +118,7 @@ class LocalCluster:
                    "--num-gpus", "0", "--temp-dir", str(temp_dir), "--object-store-memory", str(120 * 2**20),
                    "--disable-usage-stats", *[str(x) for kv in ports.items() for x in kv]]
         log = self.root / f"{name}.log"
-        env = {**self.env, **FAST_HEALTH_CHECKS}
+        env = {**self.env, **NODE_ENV}
         env.pop("RAY_ADDRESS")
         with open(log, "w") as fh:
             process = subprocess.Popen(command, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -140,18 +148,21 @@ class LocalCluster:
             node.process.wait(10)
 
     def stop(self) -> None:
-        """Stop every node (workers first) and remove the temporary folders."""
-        for node in reversed(self.nodes):
-            if node.process.poll() is None:
-                os.killpg(node.process.pid, signal.SIGTERM)
-        deadline = time.time() + 15
-        for node in reversed(self.nodes):
+        """Stop every node at once (a test cluster keeps nothing worth a graceful stop) and remove
+        the temporary folders: SIGKILL to each node's process group, then to any process left that
+        names the cluster's folder (Ray's agents start sessions of their own)."""
+        for node in self.nodes:
             try:
-                node.process.wait(max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                pass
-            try:  # whatever is left of the node's process group (raylet, workers, agents)
                 os.killpg(node.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            node.process.wait(10)
+        mark = str(self.root).encode()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    if mark in Path(f"/proc/{entry}/cmdline").read_bytes():
+                        os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    continue
         shutil.rmtree(self.root, ignore_errors=True)

@@ -55,6 +55,8 @@ from .work import UnitStream, load_batch, predict_batch, raise_batch_error, rais
 INFLIGHT_PER_SLOT = 2
 #: Times a batch is submitted again after its task or actor was lost for good.
 RESUBMITS = 3
+#: Seconds to wait for other runs' actors to go before refusing a plan they keep from fitting.
+PLAN_PATIENCE = 15.0
 #: Seconds between two looks at the cluster's nodes (to report a lost one).
 NODE_CHECK_EVERY = 5.0
 
@@ -188,8 +190,7 @@ class RayExecutor(Executor):
     def _run(self, ray, model, benchmark, config, stream, store, run_id, batch_size, progress, description, events):
         import torch
 
-        view = snapshot(ray)
-        plan = plan_actors(view, self.actors, self.workers)
+        view, plan = _plan(ray, self.actors, self.workers)
         try:
             ray.cloudpickle.dumps(model)
         except Exception as exc:  # cloudpickle could not serialise the user's object
@@ -279,6 +280,21 @@ class RayExecutor(Executor):
                     f"{sum(pool.batches)} batch(es): {pool.batches}", echo=False, batches=pool.report())
         stats.events = list(events.events)
         return stats
+
+
+def _plan(ray, actors, workers) -> tuple:
+    """The cluster now and the plan that fits it. When other robustlab runs' actors are what keeps
+    the plan from fitting, look again for a few seconds: a driver that just died still has its actors
+    until Ray notices."""
+    deadline = time.monotonic() + PLAN_PATIENCE
+    while True:
+        view = snapshot(ray)
+        try:
+            return view, plan_actors(view, actors, workers)
+        except InputError:
+            if not (view.other_actor_cpus or view.other_actor_gpus) or time.monotonic() > deadline:
+                raise
+        time.sleep(1.0)
 
 
 class _ActorPool:
