@@ -166,6 +166,8 @@ def test_killing_the_driver_then_rerunning_resumes_from_the_store(world, ray_clu
     assert job.poll() is None, "the run ended before the driver could be killed"
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
+    with open_store(tmp_path / "ray") as st:  # no live process holds it: not "running" forever
+        assert [r.status for r in st.list_runs()] == ["interrupted"]
     done_before = units_stored(tmp_path / "ray")
     rerun = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr

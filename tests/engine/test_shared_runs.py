@@ -32,7 +32,7 @@ def test_a_driver_waits_for_a_unit_another_holds_then_takes_it_over(labelled_roo
     with open_store(store_path) as store:  # another driver registered the run and claimed its first unit
         run_id = store.register_run(*_identity(tmp_path / "ref", reference.run_id))
         other = store.open_holder(run_id, ttl=60)
-        first = sorted(reference_units(tmp_path / "ref", reference.run_id))[0]
+        first = min(reference_units(tmp_path / "ref", reference.run_id))
         assert store.claim_unit(run_id, first, other)[0] == "claimed"
         threading.Timer(1.5, store.close_holder, args=(other,)).start()  # ... then it stops
         result = evaluate(ChannelModel(3), "corrupted", labelled_root, store=store, workers=0, progress=False,

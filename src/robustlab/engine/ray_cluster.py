@@ -163,7 +163,7 @@ def plan_actors(view: ClusterView, actors: int | str | None = None, workers: int
            "actors (--actors), or run on one machine with --executor local")
     auto = actors is None or actors == "auto"
     if view.total("GPU") >= 1:
-        n = int(math.floor(gpus_free)) if auto else int(actors)
+        n = math.floor(gpus_free) if auto else int(actors)
         if n < 1 or n > gpus_free or cpus_free < 1:
             need = f"{max(n, 1)} GPU for the inference actor(s) and 1 CPU for load tasks"
             raise InputError(f"this Ray cluster cannot run the evaluation: it needs {need}, and has {where}. {fix}.")
@@ -171,7 +171,7 @@ def plan_actors(view: ClusterView, actors: int | str | None = None, workers: int
         return ActorPlan(n, True, slots)
     if auto:
         groups = sum(1 for node in view.nodes if float(node.total.get("CPU", 0)) >= 2)
-        n = min(max(1, groups), int(math.floor(cpus_free)) - 1)
+        n = min(max(1, groups), math.floor(cpus_free) - 1)
     else:
         n = int(actors)
     if n < 1 or n + 1 > cpus_free:
@@ -179,7 +179,7 @@ def plan_actors(view: ClusterView, actors: int | str | None = None, workers: int
         raise InputError(
             f"this Ray cluster cannot run the evaluation: it needs {n + 1} CPU ({n} for the inference actor(s), which "
             f"hold one CPU each for the whole run, and at least 1 for the load tasks), and has {where}. {fix}.")
-    slots = workers or max(1, int(math.floor(cpus_free)) - n)
+    slots = workers or max(1, math.floor(cpus_free) - n)
     return ActorPlan(n, False, slots)
 
 

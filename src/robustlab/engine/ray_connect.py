@@ -192,7 +192,7 @@ def _describe(data: bytes) -> str:
         return "a PostgreSQL server"
     if head[:1] in (b"N", b"S") and len(data) == 1:
         return "a PostgreSQL server"
-    if head.startswith(b"-ERR") or head.startswith(b"+"):
+    if head.startswith((b"-ERR", b"+")):
         return "a Redis server"
     if head[:3].isdigit() and head[3:4] in (b" ", b"-"):
         return f"a text-protocol server ({head.splitlines()[0].decode(errors='replace')!r}, e.g. SMTP or FTP)"

@@ -43,10 +43,25 @@ from typing import Any
 from ..errors import InputError, RobustlabError
 from .benchmark import Benchmark
 from .events import EventLog
-from .executor import EXECUTORS, ExecutionStats, Executor, ImagePreparer, ModelRef, UnitLedger, batch_tasks, \
-    check_batch_size
+from .executor import (
+    EXECUTORS,
+    ExecutionStats,
+    Executor,
+    ImagePreparer,
+    ModelRef,
+    UnitLedger,
+    batch_tasks,
+    check_batch_size,
+)
 from .progress import RunProgress
-from .ray_cluster import ACTOR_NAMESPACE, ACTOR_PREFIX, ActorPlan, describe_demands, plan_actors, snapshot
+from .ray_cluster import (
+    ACTOR_NAMESPACE,
+    ACTOR_PREFIX,
+    ActorPlan,
+    describe_demands,
+    plan_actors,
+    snapshot,
+)
 from .ray_connect import CONNECT_TIMEOUT, RayAddress, init_options, probe_address
 from .watchdog import STALL_TIMEOUT, Watchdog, check_stall_timeout
 from .work import UnitStream, load_batch, predict_batch, raise_batch_error, raise_recorded

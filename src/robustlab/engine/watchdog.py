@@ -12,6 +12,7 @@ unit finished so far stored.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +40,7 @@ class StalledRunError(RobustlabError):
 
 def check_stall_timeout(value: Any) -> float:
     """A stall timeout in seconds (a positive number); InputError otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isnan(value):
         raise InputError(f"stall timeout must be a positive number of seconds; got {value!r}.")
     return float(value)
 

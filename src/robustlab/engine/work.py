@@ -158,7 +158,7 @@ class UnitStream:
 
     def peek(self) -> UnitWork | None:
         """The first pending unit (listed now, yielded again by iteration), or None when every
-        unit of the plan is stored."""
+        unit of the plan is stored or left to other drivers (``deferred``)."""
         if self._walker is None:
             self._walker = self._walk()
             self._head = next(self._walker, None)
