@@ -9,6 +9,7 @@ checks, sped up here to about 3 s).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import secrets
@@ -96,17 +97,32 @@ class LocalCluster:
 
     def start(self, head_cpus: int = 1, workers: tuple[int, ...] = (2, 2), timeout: float = 240) -> LocalCluster:
         """Start the head (``head_cpus`` CPUs) and one worker node per entry of ``workers``."""
-        self.gcs_port, self.client_port = free_port(), free_port()
-        self._start_node("head", head_cpus, ["--head", "--port", str(self.gcs_port), "--ray-client-server-port",
-                                             str(self.client_port), "--include-dashboard", "false"], timeout)
+        def head_args() -> list[str]:  # fresh ports on each attempt
+            self.gcs_port, self.client_port = free_port(), free_port()
+            return ["--head", "--port", str(self.gcs_port), "--ray-client-server-port", str(self.client_port),
+                    "--include-dashboard", "false"]
+
+        self._start_node("head", head_cpus, head_args, timeout)
         for cpus in workers:
             self.add_worker(cpus, timeout)
         return self
 
     def add_worker(self, num_cpus: int, timeout: float = 240) -> Node:
-        return self._start_node(f"worker{len(self.nodes)}", num_cpus, ["--address", self.address], timeout)
+        return self._start_node(f"worker{len(self.nodes)}", num_cpus, lambda: ["--address", self.address], timeout)
 
-    def _start_node(self, name: str, num_cpus: int, extra: list[str], timeout: float) -> Node:
+    def _start_node(self, name: str, num_cpus: int, extra, timeout: float, attempts: int = 3) -> Node:
+        """Start one node; a start that fails (a port taken between choosing and binding it, on a
+        machine shared with other test runs) is tried again with other ports."""
+        failures = []
+        for attempt in range(attempts):
+            node = self._try_node(f"{name}" if not attempt else f"{name}-{attempt}", num_cpus, extra(), timeout)
+            if isinstance(node, Node):
+                return node
+            failures.append(node)
+        self.stop()
+        raise RuntimeError(f"ray node {name} did not start in {attempts} attempts:\n" + "\n---\n".join(failures))
+
+    def _try_node(self, name: str, num_cpus: int, extra: list[str], timeout: float) -> Node | str:
         temp_dir = self.root / name
         temp_dir.mkdir(parents=True, exist_ok=True)
         low = self._worker_ports + 200 * len(self.nodes)
@@ -123,14 +139,15 @@ class LocalCluster:
         with open(log, "w") as fh:
             process = subprocess.Popen(command, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         node = Node(name, num_cpus, process, temp_dir, ports["--node-manager-port"], log)
-        self.nodes.append(node)
         deadline = time.time() + timeout
         while "block forever" not in log.read_text(errors="replace"):
             if process.poll() is not None or time.time() > deadline:
-                tail = log.read_text(errors="replace")[-3000:]
-                self.stop()
-                raise RuntimeError(f"ray node {name} did not start:\n{tail}")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+                return log.read_text(errors="replace")[-3000:]
             time.sleep(0.5)
+        self.nodes.append(node)
         return node
 
     def live_nodes(self) -> list[Node]:
