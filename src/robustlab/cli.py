@@ -5,6 +5,7 @@ Run ``robustlab --help`` for the list of commands and ``robustlab COMMAND --help
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -403,8 +404,14 @@ def evaluate_command(
                                                "(repeatable), e.g. shard_size=1000."),
     executor: str = typer.Option("local", "--executor", "-e", help="local (worker processes on this machine) or "
                                  "ray (a Ray cluster: RAY_ADDRESS or --ray-address, else a local Ray)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray "
-                                              "(default $RAY_ADDRESS)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray: "
+                                              "the head's host:port, or ray://host:10001 (default $RAY_ADDRESS)."),
+    actors: Optional[str] = typer.Option(None, "--actors", help="--executor ray: inference actors, N or auto (one per "
+                                         "GPU, else one per node with 2+ CPUs); batches are spread over them "
+                                         "\\[default: auto]."),
+    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="--executor ray: seconds without a "
+                                                  "finished batch before the run fails (finished units stay stored); "
+                                                  "stalls are reported after 15 s \\[default: 300]."),
     tag: Optional[str] = typer.Option(None, "--tag", help="A name added to the run's identity (e.g. to evaluate "
                                       "changed data as a new run)."),
     fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
@@ -419,23 +426,31 @@ def evaluate_command(
     import json
 
     from .engine import evaluate
-    from .engine.options import parse_key_values, preprocessing_from_args
+    from .engine.options import parse_actors, parse_key_values, preprocessing_from_args
 
     extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
              "class_map": class_map, "baseline_run": baseline_run, "on_the_fly": on_the_fly or None,
              "corruption_backend": corruption_backend}
     extra = {k: v for k, v in extra.items() if v is not None}
-    try:
-        result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
-                          batch_size=batch_size, workers=workers, device=device, limit=limit,
-                          preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                          num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
-                          ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
-                          progress="none" if no_progress else progress.value, **extra, **parse_key_values(option))
-    except KeyboardInterrupt:
-        typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
-        raise typer.Exit(130) from None
-    typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.table())
+    with _stdout_for_json(as_json) as out:  # under --json, stdout carries the document and nothing else
+        try:
+            result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
+                              batch_size=batch_size, workers=workers, device=device, limit=limit,
+                              preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
+                              num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
+                              ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
+                              actors=parse_actors(actors), stall_timeout=stall_timeout,
+                              progress="none" if no_progress else progress.value, **extra,
+                              **parse_key_values(option))
+        except KeyboardInterrupt:
+            typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
+            raise typer.Exit(130) from None
+        except RobustlabError as exc:
+            if as_json:  # the failure as a document too, with what the run reported while it ran
+                out.write(json.dumps({"status": "failed", "error": one_line_message(exc),
+                                      "events": getattr(exc, "events", [])}, indent=2) + "\n")
+            raise
+        out.write((json.dumps(result.to_dict(), indent=2) if as_json else result.table()) + "\n")
 
 
 @app.command("doctor")
@@ -561,11 +576,79 @@ def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[st
     return records[0].id
 
 
+# --- the store itself (issue 30): store check, store relocate ---------------------------------
+
+store_app = typer.Typer(help="Look after a results store: check it against its predictions folder, relocate it.",
+                        no_args_is_help=True)
+app.add_typer(store_app, name="store")
+
+
+@store_app.command("check")
+def store_check_command(
+    store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
+    repair: bool = typer.Option(False, "--repair", help="Remove orphan files, mark runs left running by a gone "
+                                "process interrupted, clear records of gone processes."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Hash every predictions file and compare it "
+                                "with the hash recorded when it was written."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List orphan, missing and changed predictions files and stale runs (exit 1 when something needs attention)."""
+    import json
+
+    from .store import open_store
+    from .store.check import check_store
+
+    with open_store(store, must_exist=True) as st:
+        report = check_store(st, repair=repair, verify=verify)
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
+    if not report.clean:
+        raise typer.Exit(1)
+
+
+@store_app.command("relocate")
+def store_relocate_command(
+    folder: Path = typer.Argument(..., help="The predictions folder's new place (moved or copied as a whole)."),
+    store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL."),
+) -> None:
+    """Record a moved predictions folder as the store's one predictions folder."""
+    from .store import open_store
+
+    with open_store(store, must_exist=True, predictions_dir=folder, relocate=True) as st:
+        typer.echo(f"the store {st.location.describe()} keeps its predictions in {st.predictions_dir}")
+
+
 # --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
 
 from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
 
 register_train_commands(app)
+
+
+@contextlib.contextmanager
+def _stdout_for_json(as_json: bool):
+    """Yield the stream a command's document goes to. Under ``--json``, when stdout is this
+    process's file descriptor 1, everything else written to descriptor 1 meanwhile (by Ray's
+    threads and processes, C libraries, stray prints) goes to stderr instead, so stdout carries
+    the JSON document alone."""
+    try:
+        real = as_json and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # a captured stdout (tests, notebooks)
+        real = False
+    if not real:
+        yield sys.stdout
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    out = os.fdopen(os.dup(saved), "w")
+    try:
+        yield out
+    finally:
+        out.flush()
+        out.close()
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _report(message: str, exc: BaseException | None) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,53 +24,30 @@ from robustlab.engine import evaluate  # noqa: E402
 from robustlab.errors import InputError  # noqa: E402
 from robustlab.store import open_store  # noqa: E402
 
+from .local_cluster import LocalCluster  # noqa: E402
+
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 TINY = Path(__file__).parent / "tiny_models.py"
-RAY = Path(sys.executable).with_name("ray")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory):
-    """A real Ray head with 2 CPUs on this machine, stopped (with its workers) at the end.
+def ray_cluster():
+    """A real Ray head with 2 CPUs on this machine (tests/engine/local_cluster.py), stopped at the end.
 
     Token authentication is off for this throwaway test cluster (RAY_AUTH_MODE=disabled on the
     head and every driver): Ray reads the mode when it is first imported, and a test process may
     have imported it before this fixture runs. docs/cluster.md says to use tokens on real clusters."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("ray") / "head.log"
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    with open(log, "w") as fh:
-        head = subprocess.Popen([str(RAY), "start", "--head", "--block",
-                                 "--port", str(port), "--num-cpus", "2", "--include-dashboard", "false",
-                                 "--disable-usage-stats", "--object-store-memory", str(300 * 2**20)],
-                                stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    deadline = time.time() + 180
-    while "block forever" not in log.read_text():
-        if head.poll() is not None or time.time() > deadline:
-            head.kill()
-            pytest.fail(f"ray head did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(1)
-    address = f"127.0.0.1:{port}"
+    cluster = LocalCluster(token=None).start(head_cpus=2, workers=())
     saved = {k: os.environ.get(k) for k in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
-    os.environ.update({"RAY_ADDRESS": address, "RAY_AUTH_MODE": "disabled"})
-    yield address
+    os.environ.update({"RAY_ADDRESS": cluster.address, "RAY_AUTH_MODE": "disabled"})
+    yield cluster.address
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-    os.killpg(head.pid, signal.SIGTERM)
-    try:
-        head.wait(60)
-    except subprocess.TimeoutExpired:
-        os.killpg(head.pid, signal.SIGKILL)
+    cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +166,8 @@ def test_killing_the_driver_then_rerunning_resumes_from_the_store(world, ray_clu
     assert job.poll() is None, "the run ended before the driver could be killed"
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
+    with open_store(tmp_path / "ray") as st:  # no live process holds it: not "running" forever
+        assert [r.status for r in st.list_runs()] == ["interrupted"]
     done_before = units_stored(tmp_path / "ray")
     rerun = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr

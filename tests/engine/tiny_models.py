@@ -76,3 +76,8 @@ def make_slow_channel1000() -> nn.Module:
 def make_slow_channel10() -> nn.Module:
     """For 10-class sets (the demo scenes)."""
     return SlowChannelModel(10)
+
+
+def make_slow_channel3() -> nn.Module:
+    """For 3-class sets (the engine tests' labelled folders)."""
+    return SlowChannelModel(3)

@@ -123,6 +123,8 @@ def test_evaluate_resumes_after_sigkill_identically(tmp_path):
     total = reference["units_total"]
     seen = [kill_when(_evaluate(data, store), _units_done(store), at) for at in (1, total // 2, total - 2)]
     assert seen[-1] < total
+    runs = json.loads(finish(["runs", "--store", store, "--json"]).stdout)
+    assert [r["status"] for r in runs] == ["interrupted"]  # no live process holds it (it read "running")
     resumed = json.loads(finish(_evaluate(data, store)).stdout)
     assert resumed["run_id"] == reference["run_id"] and resumed["status"] == "complete"
     assert resumed["metrics"] == reference["metrics"]

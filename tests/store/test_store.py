@@ -232,6 +232,7 @@ def test_problems_are_recorded_once_per_sample(store):
 
 def test_status_changes_and_finish_time(store):
     run_id = register(store)
+    store.open_holder(run_id, ttl=60)  # "running" means a live process holds the run
     store.set_run_status(run_id, "running")
     assert store.get_run(run_id).status == "running"
     store.set_run_status(run_id, "complete")

@@ -64,6 +64,7 @@ class EvaluationResult:
     seconds: float = 0.0
     executor: str = ""
     environments: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
 
     def metric(self, name: str, setting: str = "") -> float:
         """One metric value, e.g. ``result.metric("mce")`` or ``result.metric("error", "fog/3")``."""
@@ -82,6 +83,7 @@ class EvaluationResult:
             "units_total": self.units_total, "units_computed": self.units_computed, "seconds": self.seconds,
             "environment": self.environments[0] if len(self.environments) == 1 else None,
             "environments": list(self.environments),
+            "events": list(self.events),
         }
 
     def table(self) -> str:
@@ -153,7 +155,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              num_classes: int | None = None, progress: str | bool | None = None, save_logits: bool = False,
              wrap: str | list[str] | None = None, executor: str | Any = "local",
              ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
-             max_pixels: int | None = None, **options: Any) -> EvaluationResult:
+             max_pixels: int | None = None, actors: int | str | None = None, stall_timeout: float | None = None,
+             **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -185,6 +188,12 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         Where the work runs; the stored results are the same either way.
     ray_address : str, optional
         The Ray cluster to use with ``executor="ray"`` (default ``RAY_ADDRESS``, else a local Ray).
+    actors : int or ``"auto"``, optional
+        ``executor="ray"``: inference actors (default ``auto``: one per GPU, else one per node with
+        at least 2 CPUs); batches are spread over them.
+    stall_timeout : float, optional
+        ``executor="ray"``: seconds without a finished batch before the run fails cleanly
+        (default 300); a stall is reported after 15 s (in ``result.events`` and on stderr).
     tag : str, optional
         A name that becomes part of the run's identity (e.g. to evaluate changed data as a new run).
     fingerprint : ``"stat"`` (default) or ``"content"``
@@ -204,6 +213,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         missing units are computed) or returns a finished one at once.
     """
     from .executor import ExecutionStats, ModelRef, get_executor
+    from .leases import RunHolder
     from .work import UnitStream
 
     from .progress import resolve_progress
@@ -211,7 +221,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     start = time.perf_counter()
     resolve_progress(progress)  # an unknown mode fails before any work
     bench = get_benchmark(benchmark)
-    runner = get_executor(executor, **_executor_options(executor, workers, ray_address))
+    runner = get_executor(executor, **_executor_options(executor, workers, ray_address, actors, stall_timeout))
     check_device(device)
     options = bench.evaluation_options(dict(options), device)
     config = bench.configure(str(data), corruptions=corruptions, severities=severities, limit=limit,
@@ -235,25 +245,31 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                 config[key] = full_id
         known = {r.id for r in st.list_runs(benchmark=bench.name, model=name)}
         run_id = st.register_run(name, bench.name, bench.dataset_id(config), config, spec)
-        stream = UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint)
-        stream.verify()
-        stats = ExecutionStats()
-        pending = stream.peek() is not None
-        if pending:
-            st.set_run_status(run_id, "running")
-            try:
-                from ..models.protocol import select_device
+        with RunHolder(st, run_id) as holder:  # other drivers on this store share the units (engine/leases.py)
+            def units() -> UnitStream:
+                return UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint, claim=holder.claim)
 
-                stats = runner.run(ModelRef(model, preprocessing, num_classes, select_device(device), wrap), bench,
-                                   config, stream, st, run_id,
-                                   batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    if run_id not in known and not st.completed_units(run_id):
-                        st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
-                    else:
-                        st.set_run_status(run_id, "failed")
-                raise
+            stream = units()
+            stream.verify()
+            stats = ExecutionStats()
+            pending = stream.peek() is not None or bool(stream.deferred)
+            if pending:
+                st.set_run_status(run_id, "running")
+                try:
+                    from ..models.protocol import select_device
+
+                    ref = ModelRef(model, preprocessing, num_classes, select_device(device), wrap)
+                    stats = holder.compute(lambda s: runner.run(ref, bench, config, s, st, run_id,
+                                                                batch_size=batch_size, progress=progress,
+                                                                description=f"{bench.name} {run_id[:6]}"),
+                                           stream, units)
+                except BaseException as exc:
+                    with contextlib.suppress(Exception):
+                        if run_id not in known and not st.completed_units(run_id) and not holder.others():
+                            st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
+                        else:
+                            holder.end("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+                    raise
         record = st.get_run(run_id)
         if pending or record.status != "complete" or not st.get_metrics(run_id):
             compute_metrics(st, run_id, bench, config, stream.keys)
@@ -262,6 +278,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     result.units_total = len(stream.keys)
     result.seconds = time.perf_counter() - start
     result.executor = runner.name
+    result.events = stats.events
     return result
 
 
@@ -281,14 +298,18 @@ def check_device(device: str | None) -> None:
         raise InputError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.")
 
 
-def _executor_options(executor: Any, workers: int | None, ray_address: str | None) -> dict[str, Any]:
+def _executor_options(executor: Any, workers: int | None, ray_address: str | None, actors: Any = None,
+                      stall_timeout: float | None = None) -> dict[str, Any]:
     name = executor if isinstance(executor, str) else getattr(executor, "name", "")
+    ray_only = {"ray_address (--ray-address)": ray_address, "actors (--actors)": actors,
+                "stall_timeout (--stall-timeout)": stall_timeout}
     if name == "local":
-        if ray_address is not None:
-            raise InputError("ray_address (--ray-address) is an option of the ray executor; add --executor ray.")
+        for option, value in ray_only.items():
+            if value is not None:
+                raise InputError(f"{option} is an option of the ray executor; add --executor ray.")
         return {"workers": workers}
     if name == "ray":
-        return {"address": ray_address, "workers": workers}
+        return {"address": ray_address, "workers": workers, "actors": actors, "stall_timeout": stall_timeout}
     return {}
 
 

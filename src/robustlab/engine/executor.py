@@ -51,7 +51,8 @@ class ExecutionStats:
     """What one execution did: units and samples computed, samples skipped, time spent.
 
     ``first_batch_seconds``: from the start of the execution to the first batch's predictions
-    (listing, loading and inference of the first batch)."""
+    (listing, loading and inference of the first batch). ``events``: what the user was told
+    while it ran (see :mod:`robustlab.engine.events`)."""
 
     units: int = 0
     samples: int = 0
@@ -60,10 +61,24 @@ class ExecutionStats:
     store_seconds: float = 0.0
     first_batch_seconds: float | None = None
     by_unit: dict[str, int] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def images_per_second(self) -> float:
         return self.samples / self.seconds if self.seconds > 0 else float("nan")
+
+    def merge(self, other: ExecutionStats) -> ExecutionStats:
+        """Add another execution of the same run (a later pass) to this one; returns self."""
+        self.units += other.units
+        self.samples += other.samples
+        self.skipped += other.skipped
+        self.seconds += other.seconds
+        self.store_seconds += other.store_seconds
+        if self.first_batch_seconds is None:
+            self.first_batch_seconds = other.first_batch_seconds
+        self.by_unit.update(other.by_unit)
+        self.events.extend(other.events)
+        return self
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ def format_runs(records: Iterable[Any]) -> str:
     rows = sorted(records, key=lambda r: r.created_at, reverse=True)
     if not rows:
         return "no runs stored yet: run `robustlab evaluate ...` first."
-    lines = [f"{'run':<13}{'status':<10}{'benchmark':<13}{'units':>6}  model / dataset"]
+    lines = [f"{'run':<13}{'status':<12}{'benchmark':<13}{'units':>6}  model / dataset"]
     for r in rows:
-        lines.append(f"{r.id:<13}{r.status:<10}{r.benchmark:<13}{r.n_units_done:>6}  {r.model}  {r.dataset}")
+        lines.append(f"{r.id:<13}{r.status:<12}{r.benchmark:<13}{r.n_units_done:>6}  {r.model}  {r.dataset}")
     return "\n".join(lines)

@@ -103,3 +103,15 @@ def class_map_config(class_map: Any) -> Any:
     if isinstance(class_map, (list, tuple)):
         return [str(c) for c in class_map]
     return str(class_map)
+
+
+def parse_actors(text: str | None) -> int | str | None:
+    """``--actors``: ``auto``, a positive integer, or None (not given)."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value == "auto":
+        return "auto"
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise InputError(f"--actors must be a positive integer or auto; got {text!r}.")

@@ -21,7 +21,7 @@ import pickle
 import shutil
 import tempfile
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,16 +70,21 @@ class UnitStream:
         ``{unit key: stored meta}`` of the units already in the store.
     fingerprint : str
         ``stat`` or ``content`` (see :data:`FINGERPRINT_MODES`).
+    claim : callable, optional
+        ``claim(unit key) -> "claimed" | "stored" | "held"``, asked before a pending unit is
+        listed (see :class:`robustlab.engine.leases.RunHolder`): a unit stored since the run
+        started is skipped, one another live driver claimed is left to it (``deferred``).
 
     Notes
     -----
     ``keys`` holds every unit key of the plan once the stream is exhausted (pending and
-    stored, in plan order). Before yielding anything, a stream over a partly stored run
-    checks the stored units' fingerprints (:meth:`verify`).
+    stored, in plan order); ``deferred`` the keys of the units left to other drivers. Before
+    yielding anything, a stream over a partly stored run checks the stored units' fingerprints
+    (:meth:`verify`).
     """
 
     def __init__(self, benchmark: Benchmark, config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]],
-                 *, fingerprint: str = "stat") -> None:
+                 *, fingerprint: str = "stat", claim: Callable[[str], str] | None = None) -> None:
         if fingerprint not in FINGERPRINT_MODES:
             raise DataError(f"fingerprint must be one of {', '.join(FINGERPRINT_MODES)}; got {fingerprint!r}.")
         self.benchmark = benchmark
@@ -87,6 +92,8 @@ class UnitStream:
         self.stored = dict(stored)
         self.mode = fingerprint
         self.keys: list[str] = []
+        self.claim = claim
+        self.deferred: list[str] = []
         self.exhausted = False
         self.listed = 0
         self.yielded = 0
@@ -137,6 +144,12 @@ class UnitStream:
             self.keys.append(unit.key)
             if unit.key in self.stored:
                 continue
+            if self.claim is not None:
+                state = self.claim(unit.key)
+                if state == "held":
+                    self.deferred.append(unit.key)
+                if state != "claimed":
+                    continue
             source = self.benchmark.samples(self.config, unit)
             size = len(source)
             self.listed += size
@@ -146,7 +159,7 @@ class UnitStream:
 
     def peek(self) -> UnitWork | None:
         """The first pending unit (listed now, yielded again by iteration), or None when every
-        unit of the plan is stored."""
+        unit of the plan is stored or left to other drivers (``deferred``)."""
         if self._walker is None:
             self._walker = self._walk()
             self._head = next(self._walker, None)

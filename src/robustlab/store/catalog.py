@@ -1,12 +1,19 @@
-"""The catalog's tables (schema version 1), the earlier layout (version 0) and the migration.
+"""The catalog's tables (schema version 2), the earlier layouts (versions 0 and 1) and the migrations.
 
 Tables (SQLAlchemy Core, the same on SQLite and PostgreSQL):
 
 - ``robustlab_schema``: one row, the schema version and the robustlab version that wrote it;
 - ``runs``: one row per run (model, benchmark, dataset, config, status, times);
-- ``units``: one row per finished work unit (its Parquet file, number of samples, meta);
+- ``units``: one row per finished work unit (its Parquet file and the file's SHA-256, number of
+  samples, meta);
 - ``metrics``: (run, metric name, setting) -> value, computed from stored predictions;
-- ``problems``: samples skipped by a run (corrupt JPEG...), with the reason.
+- ``problems``: samples skipped by a run (corrupt JPEG...), with the reason;
+- ``store_info``: facts about the store itself (key -> value): its id and the folder its
+  predictions live in (see :mod:`robustlab.store.home`);
+- ``holders``: the processes working on a run now (host, pid, heartbeat expiry);
+- ``leases``: which holder claimed which pending unit (see :mod:`robustlab.store.leases`).
+
+Version 1 had no ``units.sha256`` and none of the last three tables; version 2 only adds them.
 
 Per-sample predictions are never rows here: they live in Parquet files (see predictions.py).
 
@@ -36,12 +43,13 @@ from sqlalchemy import (
     Text,
     inspect,
     select,
+    text,
 )
 
 from .. import __version__
 from ..errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_TABLE = "robustlab_schema"
 
 metadata = MetaData()
@@ -78,6 +86,8 @@ units = Table(
     Column("n_rows", Integer, nullable=False),
     Column("meta_json", Text, nullable=False),
     Column("written_at", Float, nullable=False),
+    # SHA-256 (hex) of the file's bytes when it was written; NULL for units stored before version 2.
+    Column("sha256", String(64), nullable=True),
     PrimaryKeyConstraint("run_id", "unit"),
 )
 
@@ -103,6 +113,41 @@ problems = Table(
     Column("recorded_at", Float, nullable=False),
     PrimaryKeyConstraint("run_id", "unit", "sample_id"),
 )
+
+store_info = Table(
+    "store_info",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+holders = Table(
+    "holders",
+    metadata,
+    Column("holder", String(32), primary_key=True),
+    Column("run_id", String(64), nullable=False),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    # the process's start time as the kernel counts it, so a reused pid is not taken for it
+    Column("process", Text, nullable=True),
+    Column("started_at", Float, nullable=False),
+    # database clock (seconds since the epoch) after which the holder counts as gone
+    Column("expires_at", Float, nullable=False),
+    Index("ix_holders_run", "run_id"),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("run_id", String(64), nullable=False),
+    Column("unit", Text, nullable=False),
+    Column("holder", String(32), nullable=False),
+    Column("claimed_at", Float, nullable=False),
+    PrimaryKeyConstraint("run_id", "unit"),
+)
+
+#: Tables version 2 added (created by the migration from version 1 when missing).
+TABLES_ADDED_IN_V2 = (store_info, holders, leases)
 
 # --- version 0: the earlier layout, kept to migrate from (and to build test stores) --------
 
@@ -275,6 +320,16 @@ def _migrate_v0_to_v1(conn: Connection, now: float) -> None:
     _set_version(conn, now)
 
 
+def _migrate_v1_to_v2(conn: Connection, now: float) -> None:
+    """Additive: ``units.sha256`` and the store_info, holders and leases tables (each only when
+    missing, so the step also completes a catalog that a v0 migration already built at v2)."""
+    columns = {c["name"] for c in inspect(conn).get_columns("units")}
+    if "sha256" not in columns:
+        conn.execute(text("ALTER TABLE units ADD COLUMN sha256 VARCHAR(64)"))
+    metadata.create_all(conn, tables=list(TABLES_ADDED_IN_V2))
+    _set_version(conn, now)
+
+
 def _iso_to_epoch(text: str, default: float) -> float:
     try:
         return datetime.fromisoformat(text).timestamp()
@@ -282,7 +337,7 @@ def _iso_to_epoch(text: str, default: float) -> float:
         return default
 
 
-_MIGRATIONS: dict[int, Callable[[Connection, float], None]] = {0: _migrate_v0_to_v1}
+_MIGRATIONS: dict[int, Callable[[Connection, float], None]] = {0: _migrate_v0_to_v1, 1: _migrate_v1_to_v2}
 
 
 def nan_to_null(value: float) -> float | None:

@@ -42,11 +42,18 @@ class StoreLocation:
         Absolute folder holding the Parquet files of per-sample predictions.
     sqlite_path : Path or None
         Absolute path of the SQLite catalog file; None for PostgreSQL.
+    predictions_source : str
+        Where ``predictions_dir`` came from: ``"argument"`` (``predictions_dir=``),
+        ``"environment"`` (``$ROBUSTLAB_PREDICTIONS_DIR``), ``"default"`` (beside an SQLite
+        catalog, or ``./.robustlab/predictions``) or ``"catalog"`` (the folder the catalog
+        records, see :mod:`robustlab.store.home`). A store adopts the folder its catalog
+        records unless one was given explicitly, and refuses one that differs.
     """
 
     url: str
     predictions_dir: Path
     sqlite_path: Path | None
+    predictions_source: str = "default"
 
     @property
     def is_sqlite(self) -> bool:
@@ -64,7 +71,8 @@ class StoreLocation:
 
     def __repr__(self) -> str:  # never the URL's password, even in a traceback or a debugger
         return (f"StoreLocation(url={hide_password(self.url)!r}, predictions_dir={str(self.predictions_dir)!r}, "
-                f"sqlite_path={None if self.sqlite_path is None else str(self.sqlite_path)!r})")
+                f"sqlite_path={None if self.sqlite_path is None else str(self.sqlite_path)!r}, "
+                f"predictions_source={self.predictions_source!r})")
 
 
 def resolve_location(
@@ -115,15 +123,17 @@ def _resolve_url(url: str, predictions_dir: str | os.PathLike | None) -> StoreLo
             )
         return _sqlite_location(Path(file_part).expanduser().absolute(), predictions_dir)
     if scheme in _POSTGRES_SCHEMES:
-        folder = (
-            predictions_dir
-            or os.environ.get(PREDICTIONS_ENV)
-            or Path(DEFAULT_FOLDER) / PREDICTIONS_FOLDER
-        )
+        if predictions_dir:
+            folder, source = predictions_dir, "argument"
+        elif os.environ.get(PREDICTIONS_ENV):
+            folder, source = os.environ[PREDICTIONS_ENV], "environment"
+        else:
+            folder, source = Path(DEFAULT_FOLDER) / PREDICTIONS_FOLDER, "default"
         return StoreLocation(
             url=f"postgresql+psycopg://{rest}",
             predictions_dir=Path(folder).expanduser().absolute(),
             sqlite_path=None,
+            predictions_source=source,
         )
     raise InputError(
         f"unsupported store URL scheme {scheme!r} in {hide_password(url)!r}: use a folder, a .db "
@@ -132,12 +142,12 @@ def _resolve_url(url: str, predictions_dir: str | os.PathLike | None) -> StoreLo
 
 
 def _sqlite_location(db_path: Path, predictions_dir: str | os.PathLike | None) -> StoreLocation:
-    folder = (
-        Path(predictions_dir).expanduser().absolute()
-        if predictions_dir
-        else db_path.parent / PREDICTIONS_FOLDER
-    )
-    return StoreLocation(url=f"sqlite:///{db_path}", predictions_dir=folder, sqlite_path=db_path)
+    if predictions_dir:
+        folder, source = Path(predictions_dir).expanduser().absolute(), "argument"
+    else:
+        folder, source = db_path.parent / PREDICTIONS_FOLDER, "default"
+    return StoreLocation(url=f"sqlite:///{db_path}", predictions_dir=folder, sqlite_path=db_path,
+                         predictions_source=source)
 
 
 def hide_password(url: str) -> str:

@@ -169,18 +169,46 @@ def write_unit_file(
     return table.num_rows
 
 
-def read_unit_file(path: Path) -> dict[str, np.ndarray]:
+class PredictionsChangedError(DataError):
+    """A unit's predictions file is not the file the catalog recorded (its content hash differs)."""
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_unit_file(path: Path, sha256: str | None = None) -> dict[str, np.ndarray]:
     """Read the columns of one unit file written by :func:`write_unit_file`.
+
+    Parameters
+    ----------
+    sha256 : str, optional
+        The SHA-256 (hex) the file had when it was written: the file is checked against it
+        before it is decoded.
 
     Raises
     ------
     DataError
-        When the file is missing or not a readable Parquet file.
+        When the file is missing or not a readable Parquet file;
+        :class:`PredictionsChangedError` when its bytes are not the ones recorded.
     """
     try:
-        table = pq.read_table(path)
+        data = Path(path).read_bytes()
     except FileNotFoundError as exc:
         raise DataError(f"prediction file {path} is missing.") from exc
+    except OSError as exc:
+        raise DataError(f"prediction file {path} is unreadable ({exc}): delete it and re-run its unit.") from exc
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise PredictionsChangedError(
+            f"prediction file {path} is not the file that was stored (its content hash differs from the one the "
+            "catalog recorded): it was replaced, swapped with another unit's file or modified outside robustlab.")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise DataError(
             f"prediction file {path} is unreadable ({exc}): delete it and re-run its unit."

@@ -31,14 +31,35 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import DataError, InputError, StoreError
 from . import catalog
-from .catalog import SCHEMA_VERSION, metrics, problems, runs, units
+from .catalog import SCHEMA_VERSION, holders, leases, metrics, problems, runs, units
 from .database import Database
+from .home import settle_home, visibility_problem
 from .identity import RUN_ID_LENGTH, canonical_json, run_id_for
+from .leases import (
+    CLAIMED,
+    HELD,
+    STORED,
+    HolderInfo,
+    lock_run,
+    new_holder_row,
+    read_holders,
+    renewal_values,
+)
 from .location import STORE_ENV, StoreLocation, resolve_location
-from .predictions import read_unit_file, unit_file_name, write_unit_file
+from .predictions import (
+    PredictionsChangedError,
+    file_sha256,
+    read_unit_file,
+    unit_file_name,
+    write_unit_file,
+)
 
-#: Run states: registered, being worked on, all units and metrics done, stopped by an error.
-RUN_STATUSES = ("pending", "running", "complete", "failed")
+#: Run states: registered, being worked on, all units and metrics done, stopped by an error,
+#: stopped by the user (Ctrl-C) or a killed process (a ``running`` run no live process holds is
+#: shown as ``interrupted``, see :mod:`robustlab.store.leases`).
+RUN_STATUSES = ("pending", "running", "complete", "failed", "interrupted")
+#: States that record a finish time.
+_FINISHED = ("complete", "failed", "interrupted")
 #: Key of the PostgreSQL advisory lock that serialises schema creation and migration.
 _SCHEMA_LOCK_KEY = 0x726F6275  # "robu"
 
@@ -62,9 +83,11 @@ class RunRecord:
     model_spec : dict or None
         How to rebuild the model (adapter name, weights, preprocessing), when given.
     status : str
-        One of ``"pending"``, ``"running"``, ``"complete"``, ``"failed"``.
+        One of ``"pending"``, ``"running"``, ``"complete"``, ``"failed"``, ``"interrupted"``.
+        A run stored as ``running`` that no live process holds (its driver was killed) reads
+        as ``interrupted``.
     created_at, finished_at : datetime or None
-        UTC times of registration and of the last change to complete/failed.
+        UTC times of registration and of the last change to complete/failed/interrupted.
     n_units_done : int
         Number of units with stored predictions.
     """
@@ -96,6 +119,8 @@ class Store:
         Copy of an SQLite catalog taken before migrating it, else None.
     durable : bool
         Whether each write is flushed to the disk before it counts (see :func:`open_store`).
+    store_id : str or None
+        The store's id, recorded in its catalog and in its predictions folder's marker file.
     """
 
     def __init__(
@@ -106,6 +131,7 @@ class Store:
         lock_retries: int = 3,
         durable: bool = False,
         must_exist: bool = False,
+        relocate: bool = False,
     ) -> None:
         self.location = location
         self.durable = bool(durable)
@@ -123,15 +149,28 @@ class Store:
         self.backup_path: Path | None = None
         try:
             self._prepare_schema(must_exist=must_exist)
+            home = settle_home(self._db, location, relocate=relocate)
         except BaseException:
             self._db.close()
             raise
+        self.location = home.location
+        self.store_id = home.store_id
+        self._home_problem = home.problem
 
     # --- life cycle ---------------------------------------------------------------------------
 
     @property
     def predictions_dir(self) -> Path:
-        """Folder holding the Parquet files, one sub-folder per run."""
+        """Folder holding the Parquet files, one sub-folder per run (the one the catalog records)."""
+        return self.location.predictions_dir
+
+    def require_predictions(self) -> Path:
+        """The predictions folder, or StoreError when this process cannot see the one the catalog
+        records (see :mod:`robustlab.store.home`)."""
+        if self._home_problem is not None:  # look again: another process may have just created the store
+            self._home_problem = visibility_problem(self.location, self.store_id)
+            if self._home_problem is not None:
+                raise StoreError(self._home_problem)
         return self.location.predictions_dir
 
     def close(self) -> None:
@@ -227,7 +266,7 @@ class Store:
 
         def work(conn: Connection) -> RunRecord:
             rid = self._resolve(conn, run_id)
-            return _to_record(conn.execute(_runs_query().where(runs.c.id == rid)).one())
+            return _to_record(conn.execute(_runs_query().where(runs.c.id == rid)).one(), _held_runs(conn))
 
         return self._db.run(work, write=False)
 
@@ -238,18 +277,19 @@ class Store:
             query = query.where(runs.c.benchmark == benchmark)
         if model is not None:
             query = query.where(runs.c.model == model)
-        return self._db.run(lambda conn: [_to_record(r) for r in conn.execute(query)], write=False)
+        return self._db.run(lambda conn: [_to_record(r, held) for held in [_held_runs(conn)]
+                                          for r in conn.execute(query)], write=False)
 
     def set_run_status(self, run_id: str, status: str) -> None:
-        """Set a run's status (``"running"``, ``"complete"``, ``"failed"`` or ``"pending"``).
+        """Set a run's status (``"running"``, ``"complete"``, ``"failed"``, ``"interrupted"`` or ``"pending"``).
 
-        ``"complete"`` and ``"failed"`` also record the finish time; the others clear it.
+        ``"complete"``, ``"failed"`` and ``"interrupted"`` also record the finish time; the others clear it.
         """
         if status not in RUN_STATUSES:
             raise InputError(
                 f"unknown run status {status!r}: use one of {', '.join(RUN_STATUSES)}."
             )
-        finished = time.time() if status in ("complete", "failed") else None
+        finished = time.time() if status in _FINISHED else None
 
         def work(conn: Connection) -> None:
             rid = self._resolve(conn, run_id)
@@ -264,13 +304,14 @@ class Store:
 
         def work(conn: Connection) -> str:
             rid = self._resolve(conn, run_id)
-            for table in (problems, metrics, units):
+            for table in (problems, metrics, units, leases, holders):
                 conn.execute(delete(table).where(table.c.run_id == rid))
             conn.execute(delete(runs).where(runs.c.id == rid))
             return rid
 
         rid = self._db.run(work, write=True)
-        shutil.rmtree(self.predictions_dir / rid, ignore_errors=True)
+        if self._home_problem is None:
+            shutil.rmtree(self.predictions_dir / rid, ignore_errors=True)
 
     # --- units and predictions ----------------------------------------------------------------
 
@@ -286,8 +327,9 @@ class Store:
                 select(units.c.unit, units.c.file).where(units.c.run_id == rid)
             ).all()
 
+        folder = self.require_predictions()
         rows = self._db.run(work, write=False)
-        return {unit for unit, file in rows if (self.predictions_dir / file).is_file()}
+        return {unit for unit, file in rows if (folder / file).is_file()}
 
     def unit_meta(self, run_id: str) -> dict[str, dict]:
         """``{unit: meta}`` of the run's stored units (as :meth:`completed_units` counts them):
@@ -299,11 +341,12 @@ class Store:
                 select(units.c.unit, units.c.file, units.c.meta_json).where(units.c.run_id == rid)
             ).all()
 
+        folder = self.require_predictions()
         rows = self._db.run(work, write=False)
         return {
             unit: json.loads(meta or "{}")
             for unit, file, meta in rows
-            if (self.predictions_dir / file).is_file()
+            if (folder / file).is_file()
         }
 
     def write_unit(
@@ -344,6 +387,7 @@ class Store:
         if not isinstance(unit, str) or not unit:
             raise InputError(f"unit names must be non-empty strings, got {unit!r}.")
         meta_json = canonical_json(meta or {}, where="meta")
+        folder = self.require_predictions()
         rid = (
             run_id
             if _is_full_id(run_id)
@@ -352,7 +396,7 @@ class Store:
         relative = f"{rid}/{unit_file_name(unit)}"
         if not replace:  # a file of its own; the catalog decides below whether it is the one
             relative = relative.replace(".parquet", f".{secrets.token_hex(4)}.parquet")
-        path = self.predictions_dir / relative
+        path = folder / relative
         n_rows = write_unit_file(path, columns, json.loads(meta_json), fsync=self.durable)
         row = {
             "run_id": rid,
@@ -361,6 +405,7 @@ class Store:
             "n_rows": n_rows,
             "meta_json": meta_json,
             "written_at": time.time(),
+            "sha256": file_sha256(path),
         }
 
         def work(conn: Connection) -> bool:
@@ -370,11 +415,11 @@ class Store:
                 stored = conn.execute(
                     select(units.c.file).where(units.c.run_id == rid, units.c.unit == unit)
                 ).scalar()
-                if stored is not None and (self.predictions_dir / stored).is_file():
+                if stored is not None and (folder / stored).is_file():
                     return False
             conn.execute(
                 self._upsert(
-                    units, ("run_id", "unit"), ("file", "n_rows", "meta_json", "written_at")
+                    units, ("run_id", "unit"), ("file", "n_rows", "meta_json", "written_at", "sha256")
                 ),
                 row,
             )
@@ -417,9 +462,11 @@ class Store:
         wanted = None if units is None else list(dict.fromkeys(units))
         table = catalog.units
 
+        self.require_predictions()
+
         def work(conn: Connection) -> tuple[str, dict]:
             rid = self._resolve(conn, run_id)
-            query = select(table.c.unit, table.c.file, table.c.n_rows).where(table.c.run_id == rid)
+            query = select(table.c.unit, table.c.file, table.c.n_rows, table.c.sha256).where(table.c.run_id == rid)
             if wanted is not None and len(wanted) <= 500:
                 query = query.where(table.c.unit.in_(wanted))
             return rid, {r.unit: r for r in conn.execute(query)}
@@ -448,8 +495,111 @@ class Store:
             return file
 
         file = self._db.run(work, write=True)
-        if file is not None:
+        if file is not None and self._home_problem is None:
             (self.predictions_dir / file).unlink(missing_ok=True)
+
+    # --- holders and leases (see robustlab.store.leases) -----------------------------------------
+
+    def open_holder(self, run_id: str, ttl: float) -> str:
+        """Register this process as working on a run; returns its holder id.
+
+        The holder stays live for ``ttl`` seconds (database clock) unless renewed with
+        :meth:`renew_holder`; :meth:`close_holder` ends it and releases its leases.
+        """
+        holder = secrets.token_hex(8)
+
+        def work(conn: Connection) -> None:
+            rid = self._resolve(conn, run_id)
+            conn.execute(holders.insert().values(**new_holder_row(holder, rid, self._db.dialect, ttl)))
+
+        self._db.run(work, write=True)
+        return holder
+
+    def renew_holder(self, holder: str, run_id: str, ttl: float) -> None:
+        """Extend a holder's life by ``ttl`` seconds from now (re-registering it when another
+        process already removed it as gone)."""
+
+        def work(conn: Connection) -> None:
+            done = conn.execute(update(holders).where(holders.c.holder == holder)
+                                .values(**renewal_values(self._db.dialect, ttl)))
+            if not done.rowcount:
+                conn.execute(holders.insert().values(**new_holder_row(holder, run_id, self._db.dialect, ttl)))
+
+        self._db.run(work, write=True)
+
+    def close_holder(self, holder: str) -> None:
+        """End a holder: remove it and release the units it claimed."""
+
+        def work(conn: Connection) -> None:
+            conn.execute(delete(leases).where(leases.c.holder == holder))
+            conn.execute(delete(holders).where(holders.c.holder == holder))
+
+        self._db.run(work, write=True)
+
+    def holders(self, run_id: str | None = None) -> list[HolderInfo]:
+        """The processes registered as working on a run (on any run when ``run_id`` is None),
+        with their liveness judged now (gone ones included, ``alive=False``)."""
+
+        def work(conn: Connection) -> list[HolderInfo]:
+            return read_holders(conn, None if run_id is None else self._resolve(conn, run_id))
+
+        return self._db.run(work, write=False)
+
+    def claim_unit(self, run_id: str, unit: str, holder: str) -> tuple[str, HolderInfo | None]:
+        """Claim a pending unit for ``holder`` before computing it.
+
+        Returns
+        -------
+        (state, other)
+            ``("claimed", None)``: compute it; ``("stored", None)``: it is stored already;
+            ``("held", info)``: the live holder ``info`` claimed it (a claim by a holder that is
+            gone is taken over).
+        """
+        folder = self.require_predictions()
+
+        def work(conn: Connection) -> tuple[str, HolderInfo | None]:
+            rid = self._resolve(conn, run_id)
+            lock_run(conn, rid)
+            stored = conn.execute(select(units.c.file).where(units.c.run_id == rid, units.c.unit == unit)).scalar()
+            if stored is not None and (folder / stored).is_file():
+                return STORED, None
+            owner = conn.execute(select(leases.c.holder).where(leases.c.run_id == rid, leases.c.unit == unit)).scalar()
+            if owner is not None and owner != holder:
+                other = next((h for h in read_holders(conn, rid) if h.holder == owner), None)
+                if other is not None and other.alive:
+                    return HELD, other
+            row = {"run_id": rid, "unit": unit, "holder": holder, "claimed_at": time.time()}
+            conn.execute(self._upsert(leases, ("run_id", "unit"), ("holder", "claimed_at")), row)
+            return CLAIMED, None
+
+        return self._db.run(work, write=True)
+
+    def clear_gone_holders(self) -> int:
+        """Remove holders that are gone (and their leases); returns how many."""
+
+        def work(conn: Connection) -> int:
+            gone = [h.holder for h in read_holders(conn) if not h.alive]
+            if gone:
+                conn.execute(delete(leases).where(leases.c.holder.in_(gone)))
+                conn.execute(delete(holders).where(holders.c.holder.in_(gone)))
+            return len(gone)
+
+        return self._db.run(work, write=True)
+
+    def unit_files(self) -> list[tuple[str, str, str, str | None]]:
+        """Every stored unit as (run id, unit, file relative to the predictions folder, SHA-256 or None)."""
+        query = select(units.c.run_id, units.c.unit, units.c.file, units.c.sha256).order_by(units.c.run_id, units.c.unit)
+        return [tuple(r) for r in self._db.run(lambda conn: conn.execute(query).all(), write=False)]
+
+    def stale_runs(self) -> list[str]:
+        """Runs stored as ``running`` that no live process holds (shown as ``interrupted``)."""
+
+        def work(conn: Connection) -> list[str]:
+            held = _held_runs(conn)
+            running = conn.execute(select(runs.c.id).where(runs.c.status == "running")).scalars().all()
+            return [r for r in running if r not in held]
+
+        return self._db.run(work, write=False)
 
     # --- metrics and problems -------------------------------------------------------------------
 
@@ -613,7 +763,13 @@ class Store:
     def _read_file(self, run_id: str, row) -> dict[str, np.ndarray]:
         path = self.predictions_dir / row.file
         try:
-            columns = read_unit_file(path)
+            columns = read_unit_file(path, row.sha256)
+        except PredictionsChangedError as exc:
+            raise PredictionsChangedError(
+                f"unit {row.unit!r} of run {run_id}: {exc} Its numbers cannot be trusted. Put the original file "
+                f"back, or forget the unit and recompute it: store.delete_unit({run_id!r}, {row.unit!r}) (Python), "
+                "then run the same `robustlab evaluate` command again. `robustlab store check` lists every such file."
+            ) from None
         except DataError as exc:
             raise StoreError(
                 f"unit {row.unit!r} of run {run_id}: {exc} The catalog {self.location.describe()} lists it, "
@@ -666,6 +822,7 @@ def open_store(
     lock_retries: int = 3,
     durable: bool = False,
     must_exist: bool = False,
+    relocate: bool = False,
 ) -> Store:
     """Open (creating or migrating as needed) the results store at ``location``.
 
@@ -691,11 +848,18 @@ def open_store(
     must_exist : bool
         Refuse a location that holds no store yet instead of creating one (what reading
         commands do: a typo in ``--store`` must not silently give an empty store).
+    relocate : bool
+        Record ``predictions_dir`` as the store's predictions folder after the folder was moved
+        (it must hold the store's marker file).
 
     Notes
     -----
     A catalog this process cannot write (read-only file, folder or mount) is opened read-only:
     reading works, writing raises a StoreError saying so.
+
+    The catalog records its predictions folder when the store is created; later opens use it
+    (``predictions_dir`` may be left out) and refuse a different one (see
+    :mod:`robustlab.store.home`).
 
     Raises
     ------
@@ -711,6 +875,7 @@ def open_store(
         lock_retries=lock_retries,
         durable=durable,
         must_exist=must_exist,
+        relocate=relocate,
     )
 
 
@@ -756,7 +921,13 @@ def _runs_query():
     return select(runs, n_units.label("n_units_done"))
 
 
-def _to_record(row) -> RunRecord:
+def _held_runs(conn: Connection) -> set[str]:
+    """Ids of the runs a live holder works on now."""
+    return {h.run_id for h in read_holders(conn) if h.alive}
+
+
+def _to_record(row, held: set[str]) -> RunRecord:
+    status = "interrupted" if row.status == "running" and row.id not in held else row.status
     return RunRecord(
         id=row.id,
         model=row.model,
@@ -764,7 +935,7 @@ def _to_record(row) -> RunRecord:
         dataset=row.dataset,
         config=json.loads(row.config_json),
         model_spec=None if row.model_spec_json is None else json.loads(row.model_spec_json),
-        status=row.status,
+        status=status,
         created_at=datetime.fromtimestamp(row.created_at, tz=UTC),
         finished_at=None
         if row.finished_at is None
