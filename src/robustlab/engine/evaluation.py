@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import hashlib
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -69,8 +68,8 @@ class EvaluationResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_id": self.run_id, "model": self.model, "benchmark": self.benchmark, "dataset": self.dataset,
-            "status": self.status, "config": self.config, "summary": _jsonable(self.summary),
+            "run_id": self.run_id, "model": self.model, "model_hash": (self.config or {}).get("model_hash"),
+            "benchmark": self.benchmark, "dataset": self.dataset, "status": self.status, "config": self.config, "summary": _jsonable(self.summary),
             "metrics": [{"name": n, "setting": s, "value": _num(v)} for n, s, v in self.metrics],
             "notes": list(self.notes),
             "problems": [{"unit": u, "sample_id": i, "message": m} for u, i, m in self.problems],
@@ -115,22 +114,18 @@ def opened_store(store: object = None) -> Iterator[Any]:
 
 
 def model_key(model: object, options: Mapping[str, Any]) -> str:
-    """The model's name in the catalog (part of the run id), without loading it when a spec.
+    """The model's name in the catalog (part of the run id, beside the content hash the run's
+    config holds as ``model_hash``), without loading it when a spec.
 
-    Spec strings are kept as given except ONNX and ``.py`` paths, which are made absolute (and
-    ONNX files fingerprinted); objects are named by class and a hash of their weights. Model
-    options that change outputs (preprocessing, num_classes) are appended.
+    A spec is spelled canonically by its source (:func:`robustlab.models.registry.canonical_spec`:
+    relative ``python:``, ``onnx:``, ``results:`` and ``finetuned:`` paths made absolute);
+    objects are named by class and a hash of their weights. Model options that change outputs
+    (preprocessing, num_classes, wrap) are appended.
     """
     if isinstance(model, str):
-        key = model
-        if model.startswith("onnx:"):
-            path = Path(model[5:]).expanduser().resolve()
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
-            key = f"onnx:{path}@{digest}"
-        elif model.startswith("python:"):
-            module, _, attr = model[7:].rpartition(":")
-            if module.endswith(".py"):
-                key = f"python:{Path(module).expanduser().resolve()}:{attr}"
+        from ..models.registry import canonical_spec
+
+        key = canonical_spec(model)
     else:
         from ..models.registry import object_name
 
@@ -215,7 +210,13 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         config["max_pixels"] = check_max_pixels(max_pixels)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
                      "num_classes": num_classes, "wrap": _canonical_wrap(wrap)}
-    name = model_key(model, model_options)
+    loaded = None
+    if bench.runs_model:
+        name = model_key(model, model_options)
+        loaded = identify(model, preprocessing, num_classes, wrap, device)
+        config["model_hash"] = loaded.digest  # the model's content: a changed model is a new run
+    else:  # the benchmark reads results made elsewhere: the model is only a name
+        name = model if isinstance(model, str) else model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
     with opened_store(store) as st:
         for key, ref in bench.related_runs(config).items():  # fail early if missing; resolve id prefixes
@@ -233,7 +234,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
             try:
                 from ..models.protocol import select_device
 
-                stats = runner.run(ModelRef(model, preprocessing, num_classes, select_device(device), wrap), bench,
+                ref = ModelRef(model, preprocessing, num_classes, select_device(device), wrap,
+                               loaded=loaded.model if loaded is not None else None,
+                               digest=loaded.digest if loaded is not None and loaded.model is not None else None)
+                stats = runner.run(ref, bench,
                                    config, stream, st, run_id,
                                    batch_size=batch_size, progress=progress, description=f"{bench.name} {run_id[:6]}")
             except BaseException:
@@ -252,6 +256,17 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     result.seconds = time.perf_counter() - start
     result.executor = runner.name
     return result
+
+
+def identify(model: object, preprocessing: Any, num_classes: int | None, wrap: Any, device: str | None):
+    """The model's :class:`~robustlab.models.identity.ModelIdentity` (its content hash, and the
+    model when it had to be built for it, on the run's device: the executor reuses it, so a run
+    builds and hashes its model once)."""
+    from ..models.identity import identify_model
+    from ..models.protocol import select_device
+
+    return identify_model(model, preprocessing=None if preprocessing is None else Preprocessing.from_dict(preprocessing),
+                          num_classes=num_classes, wrap=wrap, device=select_device(device))
 
 
 def _canonical_wrap(wrap):

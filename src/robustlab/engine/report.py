@@ -26,6 +26,8 @@ def format_result(result) -> str:
     """The text report of an :class:`~robustlab.engine.EvaluationResult` (see the module docstring)."""
     lines = [f"run {result.run_id}  {result.benchmark}  model {result.model}",
              f"data {result.dataset}  status {result.status}"]
+    if isinstance(result.config, dict) and result.config.get("model_hash"):
+        lines.append(f"model hash {result.config['model_hash']}")
     try:
         bench = get_benchmark(result.benchmark)
     except RobustlabError:  # not installed here: load_result's notes say so

@@ -23,7 +23,7 @@ import torch
 from ..errors import DataError, InputError, ModelError
 from ..models import Preprocessing, load_model
 from ..models.protocol import Classifier
-from ..models.registry import MODEL_SOURCES
+from ..models.registry import model_source
 from ..models.weights import file_sha256
 from .heads import UNREADABLE_CHECKPOINT, check_state_dict, replace_head
 
@@ -130,7 +130,14 @@ def build_finetuned(manifest: dict[str, Any], options: dict[str, Any] | None = N
     return wrap_classifier(base, manifest.get("wrap")) if manifest.get("wrap") else base
 
 
-@MODEL_SOURCES.register("finetuned")
+def canonical_finetuned(rest: str) -> str:
+    """``<absolute folder>[@<digest>]``: a relative folder is resolved, so ``finetuned:ft`` in
+    two directories names two models."""
+    folder, digest = split_spec(rest)
+    return str(folder.resolve()) + (f"@{digest}" if digest else "")
+
+
+@model_source("finetuned", canonical=canonical_finetuned)
 def load_finetuned_source(rest: str, options: dict[str, Any]) -> Classifier:
     """``finetuned:<folder>[@<sha256 prefix>]``: a model written by ``robustlab finetune``."""
     folder, digest = split_spec(rest)

@@ -59,7 +59,7 @@ from ..errors import DataError, InputError, ModelError, unknown_name
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..models import load_model, select_device
 from ..models.protocol import Classifier
-from ..models.registry import object_name
+from ..models.registry import canonical_spec, object_name
 from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
 from ..seeding import derive_seed
@@ -93,25 +93,17 @@ class WorkerInit:
 
 
 def base_spec(model: object) -> str:
-    """The spec a fine-tuned model is rebuilt from (absolute paths for ``python:file.py`` and ``finetuned:``)."""
+    """The spec a fine-tuned model is rebuilt from: the model source's canonical spelling
+    (:func:`robustlab.models.registry.canonical_spec`, as the engine's run key uses), so
+    ``python:file.py`` and ``finetuned:`` paths are absolute."""
     spec = model if isinstance(model, str) else getattr(model, "source", {}).get("spec")
     if not isinstance(spec, str):
         raise InputError("finetune needs a model spec (torchvision:NAME, timm:NAME, python:file.py:factory, demo:NAME, "
                          "finetuned:FOLDER) or a model loaded with robustlab.models.load_model from one, so that the "
                          "fine-tuned model can be rebuilt; put your nn.Module in a python: factory file.")
-    source, _, rest = spec.partition(":")
-    if source == "onnx":
+    if spec.partition(":")[0] == "onnx":
         raise InputError(f"{spec}: ONNX models cannot be trained (no gradients); fine-tune the PyTorch model.")
-    if source == "python":
-        module, _, attr = rest.rpartition(":")
-        if module.endswith(".py"):
-            return f"python:{Path(module).expanduser().resolve()}:{attr}"
-    if source == "finetuned":
-        from .finetuned import split_spec
-
-        folder, digest = split_spec(rest)
-        return f"finetuned:{folder.resolve()}" + (f"@{digest}" if digest else "")
-    return spec
+    return canonical_spec(spec)
 
 
 def make_augmenter(augment: object, severities: str | Sequence[int], seed: int) -> tuple[Any, dict | None]:
