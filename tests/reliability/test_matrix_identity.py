@@ -5,10 +5,11 @@ general rule behind them)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
-from .helpers import MODELS, assert_ok, image_folder, run, run_process
+from .helpers import MODELS, assert_error, assert_ok, image_folder, run, run_process
 
 EVALUATE_ARGS = ["--benchmark", "corrupted", "-c", "brightness", "-s", "1", "--workers", "0", "--no-progress",
                  "--json"]
@@ -113,3 +114,27 @@ def test_show_prints_the_model_hash(tmp_path):
     shown = run("show", out["run_id"], "--store", tmp_path / "store")
     assert_ok(shown)
     assert f"model hash {out['model_hash']}" in shown.out and len(out["model_hash"]) == 16
+
+
+# --- data identity: the fingerprint asked for is the one checked ------------------------------------
+
+
+def test_a_stricter_fingerprint_asked_on_a_rerun_is_honoured_or_refused(tmp_path):
+    data = image_folder(tmp_path / "data", per_class=2)
+    store = tmp_path / "store"
+    model = f"python:{MODELS}:make_two_class"
+    first = evaluate(model, data, store, "--resize", "32", "--crop", "32")  # stored with stat
+    argv = ["evaluate", "--model", model, "--data", data, "--store", store, *EVALUATE_ARGS, "--resize", "32",
+            "--crop", "32", "--fingerprint", "content"]
+    assert_error(run(*argv), "--fingerprint content", "by stat", "--fingerprint stat", "--tag")
+    tagged = evaluate(model, data, store, "--resize", "32", "--crop", "32", "--fingerprint", "content", "--tag", "c")
+    assert tagged["run_id"] != first["run_id"] and tagged["units_computed"] > 0
+    # a run stored with content hashes is checked by content even when stat is asked: a file
+    # replaced with the same size and modification time is seen
+    target = data / "cat" / "0.png"
+    stat = target.stat()
+    payload = bytearray(target.read_bytes())
+    payload[len(payload) // 2] ^= 0xFF  # other bytes, the same size
+    target.write_bytes(bytes(payload))
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert_error(run(*argv[:-2], "--tag", "c"), "changed")
