@@ -31,6 +31,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from ..data.builds import check_destination
 from ..data.images import write_image
 from ..errors import DataError, InputError
 from ..fsutil import atomic_write_text, ensure_dir
@@ -278,6 +279,7 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
     if image_format not in IMAGE_FORMATS:
         raise InputError(f"image format {image_format!r} is unknown; use 'jpg' or 'png'.")
     checked_labels = check_labels(labels, class_names)  # before anything is written
+    check_destination(out_dir, "robustlab video sample", MANIFEST)  # never into another command's output
     videos_root = Path(videos_dir)
     paths = find_videos(videos_root, extensions)
     if not paths:
