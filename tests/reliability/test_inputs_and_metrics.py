@@ -185,7 +185,7 @@ def test_detection_metrics_validate_ranges():
                                      severities=[1])
     with pytest.raises(InputError, match="recall must be fractions"):
         average_precision(np.array([0.5, 1.5]), np.array([1.0, 1.0]))
-    with pytest.raises(InputError, match="an AP must be a fraction"):
+    with pytest.raises(InputError, match=r"per_class\[1\] must be fractions"):
         mean_ap({1: 1.5})
     with pytest.raises(InputError, match="finite"):
         box_iou(np.array([[0, 0, 1, np.nan]]), np.array([[0, 0, 1, 1]]))
