@@ -248,6 +248,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                         st.set_run_status(run_id, "failed")
                 raise
         record = st.get_run(run_id)
+        check_measured(st, run_id)  # every sample skipped: an error, never "complete" with an empty table
         if pending or record.status != "complete" or not st.get_metrics(run_id):
             compute_metrics(st, run_id, bench, config, stream.keys)
         result = load_result(st, run_id, benchmark=bench)
@@ -294,6 +295,31 @@ def _executor_options(executor: Any, workers: int | None, ray_address: str | Non
     if name == "ray":
         return {"address": ray_address, "workers": workers}
     return {}
+
+
+def check_measured(store, run_id: str) -> None:
+    """Raise when the run's stored units measured no sample at all (every one was skipped as a
+    problem: unreadable, too small, too large...): its metrics would be an empty table. The run
+    is marked failed; the error names how many samples were skipped, one example and the fix.
+
+    Raises
+    ------
+    DataError
+    """
+    metas = store.unit_meta(run_id)
+    measured = sum(int(m.get("n_samples", 0)) for m in metas.values())
+    skipped = sum(int(m.get("n_skipped", 0)) for m in metas.values())
+    if not metas or measured or not skipped:
+        return
+    from ..errors import DataError
+
+    problems = store.problems(run_id)
+    example = f" (e.g. {problems[0][1]}: {problems[0][2]})" if problems else ""
+    with contextlib.suppress(Exception):
+        store.set_run_status(run_id, "failed")
+    raise DataError(f"every sample of run {run_id} was skipped: {skipped} of {skipped}{example}. Nothing was "
+                    "measured, so the run has no numbers. Fix or replace the files (or raise --max-pixels when "
+                    "they were too large), then evaluate again with --tag NAME (the data changed).")
 
 
 def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[str, Any], unit_keys: list[str]) -> None:
