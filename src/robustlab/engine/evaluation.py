@@ -215,6 +215,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         name = model_key(model, model_options)
         loaded = identify(model, preprocessing, num_classes, wrap, device)
         config["model_hash"] = loaded.digest  # the model's content: a changed model is a new run
+        check_budget(loaded.model, preprocessing, batch_size, runner, config.get("max_pixels"))
     else:  # the benchmark reads results made elsewhere: the model is only a name
         name = model if isinstance(model, str) else model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
@@ -268,6 +269,20 @@ def identify(model: object, preprocessing: Any, num_classes: int | None, wrap: A
 
     return identify_model(model, preprocessing=None if preprocessing is None else Preprocessing.from_dict(preprocessing),
                           num_classes=num_classes, wrap=wrap, device=select_device(device))
+
+
+def check_budget(model: Any, preprocessing: Any, batch_size: int, runner: Any, max_pixels: int | None) -> None:
+    """The images this run will make must fit in memory (see
+    :func:`robustlab.engine.options.check_preprocessing_budget`): checked with the model's own
+    preprocessing when it was built, else with the override given."""
+    from .options import check_preprocessing_budget
+
+    prep = getattr(model, "preprocessing", None) if model is not None else None
+    if prep is None and preprocessing is not None:
+        prep = Preprocessing.from_dict(preprocessing)
+    workers = getattr(runner, "workers", None)
+    check_preprocessing_budget(prep, int(batch_size), int(workers) if isinstance(workers, int) else 1,
+                               max_pixels=max_pixels)
 
 
 def _canonical_wrap(wrap):

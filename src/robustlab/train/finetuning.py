@@ -63,11 +63,12 @@ from ..models.protocol import Classifier
 from ..models.registry import canonical_spec, object_name
 from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
+from ..safeload import load_checkpoint as safe_load
 from ..seeding import derive_seed
 from .classes import ClassSubset, resolve_class_subset
 from .data import KeyedImages, TrainingCollate, TrainingImages, TrainingSet, epoch_batches, read_training_set
 from .finetuned import MANIFEST_FORMAT, MANIFEST_NAME, WEIGHTS_NAME, finetuned_spec, load_state, read_manifest
-from .heads import UNREADABLE_CHECKPOINT, check_state_dict, find_head, head_outputs, replace_head
+from .heads import check_state_dict, find_head, head_outputs, replace_head
 from .progress import ImageProgress
 
 #: The command, as the output lock records it.
@@ -257,6 +258,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     if wrap and any(step.split(":")[0] not in TRAINABLE_WRAPPERS for step in wrap.split("+")):
         raise InputError(f"finetune trains through {', '.join(TRAINABLE_WRAPPERS)} only; {wrap} includes test-time "
                          "view averaging: fine-tune without it and pass --wrap to evaluate instead.")
+    select_device(device)  # a device this machine lacks is refused before anything is written
     check_destination(out, FINETUNE_TOOL, MANIFEST_NAME)
     out = ensure_dir(out)
     with output_lock(out, FINETUNE_TOOL):  # one run per folder, as the dataset builders: a second one stops
@@ -367,10 +369,7 @@ def load_checkpoint(path: Path) -> dict | None:
     """A checkpoint written by :class:`TrainingRun`, or None when there is none."""
     if not path.is_file():
         return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except UNREADABLE_CHECKPOINT as exc:
-        raise DataError(f"cannot read the checkpoint {path}: {exc}. Delete it to train from the start.") from exc
+    state = safe_load(path, what="fine-tuning checkpoint", fix="delete it to train from the start")
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise DataError(f"{path} is not a robustlab fine-tuning checkpoint; delete it or choose another --out.")
     return state
