@@ -53,6 +53,8 @@ class ModelSource:
         model's predictions, computed without building the model (e.g. an ONNX file's bytes).
         Default (None): the model is built and hashed (:func:`robustlab.models.identity.model_hash`).
 
+    Notes
+    -----
     Calling the source loads a model, so code that calls ``MODEL_SOURCES.get(prefix)(rest, options)``
     works for sources registered either way.
     """
