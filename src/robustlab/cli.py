@@ -685,6 +685,10 @@ def main(argv: list[str] | None = None) -> None:
     except RobustlabError as exc:
         _report(one_line_message(exc), exc)
         code = EXIT_ERROR
+    except UnicodeDecodeError as exc:  # a binary file where a text one (config, JSON, listing) was expected
+        _report(f"a file given as text is not text (UTF-8): {exc}. Check the files named on the command line "
+                "(a binary file passed where a config, JSON or listing was expected).", exc)
+        code = EXIT_ERROR
     except OSError as exc:  # a full disk, a permission, a symlink loop met outside robustlab's own checks
         _report(explain_os_error(exc, action="read or write"), exc)
         code = EXIT_ERROR

@@ -140,3 +140,33 @@ def explain_os_error(exc: OSError, path: str | os.PathLike | None = None, action
     if exc.errno == errno.ENOENT:
         return f"cannot {action} {where}: no such file or folder; check the path."
     return f"cannot {action} {where}: {exc.strerror or exc}."
+
+
+def special_file_kind(mode: int) -> str | None:
+    """What a non-regular file is, from its ``st_mode`` (``"FIFO (named pipe)"``, ``"socket"``,
+    a device, ``"folder"``), or None for a regular file."""
+    import stat
+
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def require_regular_file(path: str | os.PathLike, what: str = "file") -> None:
+    """Raise :class:`DataError` unless ``path`` is a regular file (following links), before it is
+    opened: a FIFO in a data folder would block a reader forever, a device would be read without
+    end. The message names the kind of file and the fix (or that it does not exist: a broken
+    link, a file removed meanwhile)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise DataError(f"{what} {path} does not exist (a broken link, or removed while robustlab ran); check "
+                        "the data folder.") from None
+    kind = special_file_kind(mode)
+    if kind is not None:
+        raise DataError(f"{path} is a {kind}, not a regular file ({what}s must be regular files: reading a "
+                        f"{kind} could block or never end). Remove it from the data folder.")

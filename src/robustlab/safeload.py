@@ -66,6 +66,9 @@ def load_checkpoint(path: str | os.PathLike, *, what: str = "checkpoint", map_lo
         raise DataError(f"{what} {p} does not exist; check the path.") from None
     except pickle.UnpicklingError:
         # torch's message advises weights_only=False: never pass that on.
+        if not _looks_like_checkpoint(p):  # bytes that are no pickle nor torch zip at all
+            raise DataError(f"{what} {p} is not a torch checkpoint (damaged, or a file of another kind); "
+                            f"{fix}.") from None
         raise DataError(f"{what} {p} holds objects beyond tensors, numbers and plain containers (a pickle that "
                         f"could run code when loaded), so robustlab refuses to load it; {fix}.") from None
     except (EOFError, zipfile.BadZipFile):
@@ -82,6 +85,17 @@ def load_checkpoint(path: str | os.PathLike, *, what: str = "checkpoint", map_lo
             raise DataError(f"{what} {p} lacks {', '.join(map(repr, missing))}: it is not a checkpoint of this kind "
                             f"or was written by another version; {fix}.")
     return state
+
+
+def _looks_like_checkpoint(path: Path) -> bool:
+    """A torch zip file or a pickle (protocol 2+ starts with the PROTO opcode), judged from its
+    first bytes: what torch refused in it are objects, not garbage."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return True
+    return head.startswith((b"PK\x03\x04", b"\x80"))
 
 
 def load_npy(path: str | os.PathLike, *, what: str = "array file", mmap_mode: str | None = None) -> np.ndarray:

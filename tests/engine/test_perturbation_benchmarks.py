@@ -229,6 +229,8 @@ def test_bad_sequences_are_skipped_with_the_file_named(tmp_path):
 
 def test_sequences_shorter_than_the_stride(tmp_path, images):
     write_sequence(tmp_path / "d" / "scale" / WNIDS[0] / "two.npy", np.zeros((2, 32, 32, 3), np.uint8))
+    # a long enough sequence beside it: a run in which every sample is skipped is an error
+    write_sequence(tmp_path / "d" / "scale" / WNIDS[0] / "three.npy", np.zeros((3, 32, 32, 3), np.uint8))
     result = evaluate(ChannelModel(1000), "imagenet-p", tmp_path / "d", store=tmp_path / "store", workers=0,
                       frames="any", progress=False, strides="1,2")
     assert any("two.npy has 2 frame(s), too few for stride 2" in m for _, _, m in result.problems)

@@ -118,7 +118,7 @@ def test_coco_rejects_bad_results():
     gt_set, results = random_coco_set(1)
     with pytest.raises(InputError, match="unknown category_id 99"):
         coco_metrics(gt_set, results + [{"image_id": 1, "category_id": 99, "bbox": [0, 0, 1, 1], "score": 0.5}])
-    with pytest.raises(InputError, match="score nan"):
+    with pytest.raises(InputError, match=r"results\[0\]\.score contains NaN"):
         coco_metrics(gt_set, [{"image_id": 1, "category_id": 10, "bbox": [0, 0, 1, 1], "score": float("nan")}])
     with pytest.raises(InputError, match="image_id 12345"):
         coco_metrics(gt_set, [{"image_id": 12345, "category_id": 10, "bbox": [0, 0, 1, 1], "score": 0.5}])

@@ -147,7 +147,7 @@ def test_rmse_vs_rpc_recovers_an_exact_line():
 
 def test_rmse_vs_rpc_from_performance(coco):
     perf = performance_under_corruption(coco, metrics="AP")["AP"]
-    rmse = {c: {s: float(10 - 20 * perf.relative_per_cell[c, s]) for s in range(1, 6)} for c in perf.corruptions}
+    rmse = {c: {s: float(30 - 20 * perf.relative_per_cell[c, s]) for s in range(1, 6)} for c in perf.corruptions}
     res = rmse_vs_rpc(rmse, perf)
     assert len(res.rows) == 15 and res.slope == pytest.approx(-1 / 20)
     with pytest.raises(InputError, match="missing from the rmse"):

@@ -49,3 +49,24 @@ class Raising(DominantChannel):
 
 def make_raising() -> nn.Module:
     return Raising()
+
+
+class MeanColourHead(nn.Module):
+    """2 classes from the mean colour through a linear head (a model ``finetune`` can train)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(3, 2)
+        with torch.no_grad():
+            self.head.weight.copy_(torch.tensor([[10.0, -10.0, 0.0], [-10.0, 10.0, 0.0]]))
+            self.head.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x.mean(dim=(2, 3)))
+
+
+def make_mean_colour() -> nn.Module:
+    from robustlab.models import Classifier, Preprocessing
+
+    return Classifier(MeanColourHead(), name="mean-colour", preprocessing=Preprocessing(resize=32, crop=32),
+                      num_classes=2)

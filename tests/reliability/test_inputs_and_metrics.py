@@ -16,7 +16,7 @@ from PIL import Image
 
 from robustlab.corruptions.dataset import SUMMARY_NAME as CORRUPT_SUMMARY
 from robustlab.data.classification import read_image_folder, resolve_class_map
-from robustlab.data.folders import OUTPUT_MARKERS, find_images
+from robustlab.data.folders import OUTPUT_MARKERS, RECORD_FORMATS, find_images
 from robustlab.data.images import DEFAULT_MAX_PIXELS, read_image, scale_16bit
 from robustlab.errors import DataError, InputError
 from robustlab.metrics import flip_rate, mfr, relative_change, robustness_auc
@@ -114,7 +114,16 @@ def test_pixel_limit(tmp_path):
 
 
 def test_output_markers_match_the_writers():
-    assert {CORRUPT_SUMMARY, PERTURB_SUMMARY, CATALOG_FILE} == set(OUTPUT_MARKERS)
+    from robustlab.train.finetuned import MANIFEST_FORMAT as FINETUNED_FORMAT
+    from robustlab.train.finetuned import MANIFEST_NAME as FINETUNED_MANIFEST
+    from robustlab.train.stylize import SUMMARY_NAME as STYLIZE_SUMMARY
+    from robustlab.video.sampling import MANIFEST as SAMPLE_MANIFEST
+    from robustlab.video.sampling import MANIFEST_FORMAT as SAMPLE_FORMAT
+
+    assert {CORRUPT_SUMMARY, PERTURB_SUMMARY, STYLIZE_SUMMARY, SAMPLE_MANIFEST, FINETUNED_MANIFEST,
+            CATALOG_FILE} == set(OUTPUT_MARKERS)
+    assert SAMPLE_FORMAT.startswith(RECORD_FORMATS[SAMPLE_MANIFEST])
+    assert FINETUNED_FORMAT.startswith(RECORD_FORMATS[FINETUNED_MANIFEST])
 
 
 def test_listings_skip_outputs_stores_and_loops(tmp_path):
@@ -176,7 +185,7 @@ def test_detection_metrics_validate_ranges():
                                      severities=[1])
     with pytest.raises(InputError, match="recall must be fractions"):
         average_precision(np.array([0.5, 1.5]), np.array([1.0, 1.0]))
-    with pytest.raises(InputError, match="an AP must be a fraction"):
+    with pytest.raises(InputError, match=r"per_class\[1\] must be fractions"):
         mean_ap({1: 1.5})
     with pytest.raises(InputError, match="finite"):
         box_iou(np.array([[0, 0, 1, np.nan]]), np.array([[0, 0, 1, 1]]))

@@ -7,6 +7,7 @@ each copy is projected on its own ball (one vectorised run instead of a loop ove
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -66,15 +67,37 @@ class SweepResult:
                 "sanity": asdict(self.sanity), "settings": self.settings}
 
 
-def check_eps_grid(eps: Sequence[float]) -> np.ndarray:
-    """A strictly increasing, non-negative, finite grid (clear error otherwise)."""
-    grid = np.asarray(list(eps), dtype=np.float64)
+def check_eps_grid(eps: Sequence[float] | float | str, *, upper: float | None = None) -> np.ndarray:
+    """A strictly increasing, non-negative, finite grid of attack strengths (clear error otherwise).
+
+    ``eps`` is a sequence of numbers, one number (a grid of one) or comma-separated text
+    (``"0,0.0125,0.025"``, as a command line gives it); booleans and other objects are refused.
+    ``upper``: the largest strength that means something (1.0 for L-inf on pixels in [0, 1]).
+    """
+    if isinstance(eps, str):
+        parts = [v.strip() for v in eps.split(",") if v.strip()]
+        try:
+            eps = [float(v) for v in parts]
+        except ValueError:
+            raise InputError(f"eps must be comma-separated numbers such as 0,0.0125,0.025; got {eps!r}.") from None
+    elif isinstance(eps, numbers.Real) and not isinstance(eps, (bool, np.bool_)):
+        eps = [eps]
+    try:
+        values = list(eps)
+    except TypeError:
+        raise InputError(f"eps must be a list of numbers such as [0, 0.0125, 0.025]; got {eps!r}.") from None
+    bad = [v for v in values if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real)]
+    if bad:
+        raise InputError(f"eps must hold numbers only; got {bad[0]!r} in {values!r:.80}.")
+    grid = np.asarray(values, dtype=np.float64)
     if grid.ndim != 1 or grid.size == 0:
         raise InputError("the eps grid is empty: give at least one strength, e.g. 0,0.0125,0.025.")
     if not np.all(np.isfinite(grid)) or np.any(grid < 0):
         raise InputError(f"eps values must be finite and non-negative; got {grid.tolist()}.")
     if np.any(np.diff(grid) <= 0):
         raise InputError(f"the eps grid must be strictly increasing (sorted, no duplicates); got {grid.tolist()}.")
+    if upper is not None and grid[-1] > upper:
+        raise InputError(f"eps values must lie in [0, {upper:g}] (pixels are in [0, 1]); got {grid[-1]:g}.")
     return grid
 
 

@@ -37,16 +37,12 @@ from ..engine.options import check_positive, class_map_config, reject_unknown
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
 
 
-def parse_eps(spec: Any) -> list[float]:
-    """``"0,0.0125,0.025"`` or a sequence -> a checked, strictly increasing list (default: paper grid)."""
+def parse_eps(spec: Any, norm: str = "linf") -> list[float]:
+    """``"0,0.0125,0.025"``, one number or a sequence -> a checked, strictly increasing list
+    (default: the paper grid); L-inf strengths lie in [0, 1] (pixels are in [0, 1])."""
     if spec is None or spec == "paper":
         return list(PAPER_EPS_GRID)
-    if isinstance(spec, str):
-        try:
-            spec = [float(v) for v in spec.split(",") if v.strip()]
-        except ValueError:
-            raise InputError(f"eps must be comma-separated numbers such as 0,0.0125,0.025; got {spec!r}.") from None
-    return check_eps_grid(spec).tolist()
+    return check_eps_grid(spec, upper=1.0 if norm == "linf" else None).tolist()
 
 
 def _named_dataset(name: str, split: str, root: str):
@@ -115,8 +111,10 @@ class AdversarialAUC(Benchmark):
             raise unknown_name("attack", attack, ATTACKS)
         if norm not in NORMS:
             raise unknown_name("norm", norm, NORMS)
-        grid = parse_eps(eps)
+        grid = parse_eps(eps, norm)
         for end, value in (("eps0", eps0), ("eps1", eps1)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InputError(f"{end} must be a number on the eps grid {grid}; got {value!r}.")
             if value is not None and float(value) not in grid:
                 raise InputError(f"{end}={value} is not on the eps grid {grid}; R's interval ends must be measured strengths.")
         if split not in ("test", "train"):

@@ -746,7 +746,9 @@ class Corrupted(Benchmark):
 
     def notes(self, config, metrics) -> list[str]:
         metrics = list(metrics)
-        notes = corruption_notes(config, metrics, clean_hint="the run was made with clean=False")
+        clean_hint = ("every clean sample was skipped (see the skipped samples)" if config.get("clean", True)
+                      else "the run was made with clean=False")
+        notes = corruption_notes(config, metrics, clean_hint=clean_hint)
         if published_baseline_label(self.name, config) and any(m == "ce" for m, _, _ in metrics):
             notes.insert(0, own_data_note("CE, mCE and relative mCE", config["data"]))
         return notes

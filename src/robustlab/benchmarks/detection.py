@@ -501,6 +501,7 @@ class MmdetResults(Benchmark):
 
     name = "mmdet-results"
     task = "detection"
+    runs_model = False
 
     def configure(self, data: str, *, corruptions=None, severities=None, rpc="ratio-of-means", task="bbox",
                   limit=None, save_logits=None, **other: Any) -> dict[str, Any]:

@@ -46,9 +46,9 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_resume, output_lock, record_sources, running,
-                           source_changes, source_stamps, write_summary)
-from ..data.folders import ImageDataset, check_output_location, discover_dataset
+from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destination, check_resume, output_lock,
+                           record_sources, running, source_changes, source_stamps, write_summary)
+from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs
 from ..errors import DataError, InputError, RobustlabError
@@ -441,7 +441,7 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
     max_pixels = check_max_pixels(max_pixels)
-    check_output_location(src, dst)
+    check_destination(dst, CorruptSummary.tool, SUMMARY_NAME, source=src)
     dataset = discover_dataset(src, coco_annotations, exclude=[dst])
     check_output_names(dataset.images, settings.format)
     dst = ensure_dir(dst)

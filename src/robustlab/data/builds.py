@@ -163,6 +163,58 @@ def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple
                          "an inconsistent dataset. Use the same settings to resume, or another destination.")
 
 
+def check_destination(dst: str | os.PathLike, tool: str, record: str, *,
+                      source: str | os.PathLike | None = None) -> None:
+    """Refuse an output folder a builder must not write into, before anything is written.
+
+    - ``dst`` is, or lies inside, the output tree of another robustlab command (or of an
+      earlier run of this one whose root is above ``dst``), or is a results store: its record
+      (:data:`robustlab.data.folders.OUTPUT_RECORDS`) is found in ``dst`` or an ancestor
+      (a results store only in ``dst`` itself). ``dst`` holding this builder's own ``record``
+      is a resume, which is allowed.
+    - ``source`` is ``dst`` itself, or lies inside it: its images would sit among the outputs,
+      where an output could overwrite a source image or a source image be counted as an
+      output. A ``dst`` *inside* ``source`` is fine: listings leave it out.
+
+    Parameters
+    ----------
+    dst : path
+        The output folder (need not exist yet).
+    tool : str
+        The command, for messages (``"robustlab perturb"``).
+    record : str
+        The file this builder marks its output with (``robustlab-perturb.json``).
+    source : path, optional
+        The folder the builder reads.
+
+    Raises
+    ------
+    InputError
+        Naming the folder, what owns it and what to do.
+    """
+    from .folders import output_owner
+
+    target = Path(os.path.realpath(dst))
+    for folder in (target, *target.parents):
+        here = folder == target
+        found = output_owner(folder, ignore=(record,) if here else ("catalog.db",))
+        if found is None:
+            continue
+        name, owner = found
+        where = f"{dst} is the output folder of {owner}" if here else f"{dst} lies inside {folder}, the output folder of {owner}"
+        raise InputError(f"{where} (it holds {name}); {tool} would mix its files into it. Choose another output folder.")
+    if source is None:
+        return
+    src = os.path.realpath(source)
+    if src == str(target):
+        raise InputError(f"the output folder {dst} is the source folder itself; give another output folder (one "
+                         "beside it, or a subfolder of it: listings leave robustlab's outputs out).")
+    if Path(src).is_relative_to(target):
+        raise InputError(f"the source folder {source} lies inside the output folder {dst}: outputs could overwrite "
+                         "source images, or source images be taken for outputs. Give an output folder outside the "
+                         "source (one beside it, or a subfolder of it: listings leave robustlab's outputs out).")
+
+
 def source_stamps(root: Path, relatives: Iterable[Any]) -> dict[str, list[int]]:
     """``{relative path: [size in bytes, modification time in ns]}`` of the source files.
 

@@ -345,12 +345,13 @@ def resolve_class_map(folders: Sequence[str], class_map: ClassMapLike = "auto") 
 
 
 def _file_or_link(entry: os.DirEntry) -> bool:
-    """A file, or a symbolic link that does not lead to a folder (a broken link, a link loop):
-    such a sample is listed, and reading it records the problem, instead of vanishing silently."""
+    """Anything but a folder: a file, a symbolic link that does not lead to a folder (a broken
+    link, a link loop) or a special file (a FIFO, a socket): such a sample is listed, and
+    reading it records the problem (never blocking on a FIFO), instead of vanishing silently."""
     try:
         if entry.is_symlink():
             return not os.path.isdir(entry.path)
-        return entry.is_file()
+        return not entry.is_dir()
     except OSError:
         return True
 

@@ -5,7 +5,9 @@ A fingerprint is a short string ``"<mode>:<hash>"`` over a list of (name, file) 
 - ``stat`` (default, cheap): each name with its file's size and modification time (ns);
 - ``content``: each name with a hash of its file's bytes (reads every file).
 
-A missing file counts as such (it changes the fingerprint). The engine stores one fingerprint
+A missing file counts as such (it changes the fingerprint); a special file (a FIFO, a socket,
+a device) is fingerprinted by its kind, never opened (reading a FIFO would block). The engine
+stores one fingerprint
 per work unit and refuses to resume or reuse a run whose files changed since.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable
 
 from ..errors import InputError
@@ -32,9 +35,11 @@ def files_fingerprint(files: Iterable[tuple[str, str | os.PathLike]], mode: str 
         h.update(b"\x1f")
         for member in _members(path):
             try:
+                st = os.stat(member)
                 if mode == "stat":
-                    st = os.stat(member)
                     h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+                elif not stat.S_ISREG(st.st_mode):  # a FIFO, socket or device: opening it could block
+                    h.update(f"<special:{stat.S_IFMT(st.st_mode)}>".encode())
                 else:
                     h.update(file_digest(member).encode())
             except OSError:
@@ -68,7 +73,10 @@ def array_fingerprint(array, extra: Iterable[object] = ()) -> str:
 
 
 def file_digest(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """blake2b hex digest of a file's bytes."""
+    """blake2b hex digest of a regular file's bytes (InputError for a special file, which is
+    never opened: reading a FIFO blocks)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise InputError(f"{path} is not a regular file; its content cannot be fingerprinted.")
     h = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as fh:
         while block := fh.read(chunk):

@@ -24,12 +24,19 @@ from .images import IMAGE_EXTENSIONS, is_image_file
 
 #: Where COCO annotation files are looked for when none is given: ``<root>/annotations/``.
 COCO_ANNOTATION_GLOB = "annotations/instances_*.json"
-#: Files that mark a folder as robustlab's own output: the summaries ``robustlab corrupt`` and
-#: ``robustlab perturb`` write at the root of their output, and a results store's catalog.
-#: Such a folder inside a dataset is never read as part of it (kept equal to
-#: ``corruptions.dataset.SUMMARY_NAME``, ``perturbations.dataset.SUMMARY_NAME`` and
+#: Files that mark a folder as robustlab's own output, with what writes each: the summaries
+#: ``robustlab corrupt``, ``perturb`` and ``stylize`` write at the root of their output, the
+#: manifests of ``video sample`` and ``finetune``, and a results store's catalog. Such a folder
+#: inside a dataset is never read as part of it, and no builder writes into another's (kept
+#: equal to the writers' constants, e.g. ``corruptions.dataset.SUMMARY_NAME`` and
 #: ``store.location.CATALOG_FILE``; a test checks).
-OUTPUT_MARKERS = ("robustlab-corrupt.json", "robustlab-perturb.json", "catalog.db")
+OUTPUT_RECORDS = {"robustlab-corrupt.json": "robustlab corrupt", "robustlab-perturb.json": "robustlab perturb",
+                  "robustlab-stylize.json": "robustlab stylize", "sample.json": "robustlab video sample",
+                  "finetuned.json": "robustlab finetune", "catalog.db": "a results store"}
+#: Records with a common file name count only with robustlab's format inside (a JSON ``format``
+#: starting so), so a user's own ``sample.json`` does not hide their folder.
+RECORD_FORMATS = {"sample.json": "robustlab-video-sample/", "finetuned.json": "robustlab-finetuned/"}
+OUTPUT_MARKERS = tuple(OUTPUT_RECORDS)
 #: A store given as a ``.db`` file keeps its predictions in ``predictions/`` beside it.
 STORE_PREDICTIONS_FOLDER = "predictions"
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -94,9 +101,35 @@ def _check_root(root: str | os.PathLike) -> Path:
 
 
 def is_robustlab_output(folder: str | os.PathLike) -> bool:
-    """True when ``folder`` holds one of :data:`OUTPUT_MARKERS`: an output tree of ``robustlab
-    corrupt``/``perturb`` or a results store, which a dataset listing must not read as data."""
-    return any(os.path.isfile(os.path.join(folder, marker)) for marker in OUTPUT_MARKERS)
+    """True when ``folder`` holds one of :data:`OUTPUT_MARKERS`: an output tree of a robustlab
+    builder or a results store, which a dataset listing must not read as data."""
+    return output_owner(folder) is not None
+
+
+def output_owner(folder: str | os.PathLike, *, ignore: Iterable[str] = ()) -> tuple[str, str] | None:
+    """``(record file name, what writes it)`` when ``folder`` is the root of a robustlab output
+    tree or a results store (see :data:`OUTPUT_RECORDS`), else None; records named in
+    ``ignore`` are not looked for."""
+    for name, owner in OUTPUT_RECORDS.items():
+        if name in ignore:
+            continue
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        prefix = RECORD_FORMATS.get(name)
+        if prefix is not None and not _has_format(path, prefix):
+            continue
+        return name, owner
+    return None
+
+
+def _has_format(path: str, prefix: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and str(data.get("format", "")).startswith(prefix)
 
 
 def skipped_subfolders(parent: str | os.PathLike, subfolders: list[str], files: list[str],

@@ -5,12 +5,15 @@ so the forkserver imports it before anything else. Imported there, it asks the k
 the forkserver when the main process dies, even by SIGKILL (instead of letting it finish
 importing torch and idle on), and registers a fork hook so that each worker it forks is
 killed when the forkserver dies: from the first instant of the worker's life, before it has
-unpickled its task or run any initializer. Imported anywhere else, the module does nothing.
+unpickled its task or run any initializer. It also makes the forkserver ignore Ctrl-C from the
+start (not only after its preload), so an interrupted command prints one line, no forkserver
+traceback. Imported anywhere else, the module does nothing.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from .jobs import exit_with_parent, set_parent_death_signal
@@ -35,6 +38,11 @@ def _die_with_forkserver(forkserver_pid: int) -> None:
 
 
 if running_in_forkserver():
+    # Ctrl-C reaches the whole process group; the forkserver ignores it only once its preload
+    # is done, so a Ctrl-C while it imports torch printed a KeyboardInterrupt traceback after
+    # the command's own "interrupted" line. It ends with its parent (below), and its workers
+    # inherit the ignore, as they would from the forkserver's own handler.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if exit_with_parent(watch=False) or not sys.platform.startswith("linux"):
         _pid = os.getpid()
         os.register_at_fork(after_in_child=lambda: _die_with_forkserver(_pid))

@@ -7,15 +7,17 @@ import contextvars
 
 import io
 import os
+import struct
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import DataError, InputError
-from ..fsutil import atomic_path, explain_os_error
+from ..fsutil import atomic_path, explain_os_error, require_regular_file
 
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm", ".tif", ".tiff", ".webp")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm", ".pbm", ".pnm", ".pam", ".tif", ".tiff",
+                    ".webp")
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
@@ -95,6 +97,20 @@ def check_max_pixels(value: int | None) -> int:
     return int(value)
 
 
+def scale_to_8bit(values: np.ndarray, maxval: int) -> np.ndarray:
+    """Map samples in 0..``maxval`` to uint8 by ``round(v * 255 / maxval)`` (halves up).
+
+    ``maxval`` is the format's full scale: 65535 for 16-bit samples, 4095 for 12-bit TIFF,
+    a PNM header's MAXVAL. Values above ``maxval`` raise :class:`DataError`.
+    """
+    if maxval == 65535:
+        return scale_16bit(values)
+    v = values.astype(np.uint64)
+    if v.size and int(v.max()) > maxval:
+        raise DataError(f"sample value {int(v.max())} is above the image's full scale {maxval}; the file is corrupt.")
+    return ((2 * 255 * v + maxval) // (2 * maxval)).astype(np.uint8)
+
+
 def scale_16bit(values: np.ndarray) -> np.ndarray:
     """Map 16-bit samples (0..65535) to uint8 (0..255) by ``round(v * 255 / 65535)``.
 
@@ -136,6 +152,148 @@ def _decode_16bit_colour(path: Path) -> np.ndarray:
     return scale_16bit(rgb)
 
 
+#: The first bytes of a TIFF (little- and big-endian, classic and BigTIFF) and of a PAM (P7).
+_TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
+_PAM_MAGIC = b"P7"
+
+
+def _too_large(path: Path, width: int, height: int, limit: int) -> DataError:
+    return DataError(f"image {path} is {width}x{height} = {width * height:,} pixels, over the limit of {limit:,} "
+                     "(a decompression-bomb guard); raise it with --max-pixels if the image is genuine.")
+
+
+def _read_deep_tiff(path: Path, limit: int) -> np.ndarray | None:
+    """A TIFF with more than 8 bits per sample, decoded with tifffile (Pillow drops the low
+    byte of some layouts, ignores MinIsWhite at 16 bit and cannot open others); None for an
+    8-bit TIFF, which Pillow decodes.
+
+    Every photometric interpretation a deep TIFF may have is decoded by a stated rule:
+    MinIsBlack as grey, MinIsWhite inverted (``maxval - v``) then grey, RGB, palette (16-bit
+    colour map), Separated (CMYK: scaled to 8 bit, then Pillow's CMYK conversion, as 8-bit
+    CMYK) and YCbCr (likewise); extra samples (alpha) are dropped; planar or interleaved, tiled
+    or striped, either byte order. Samples scale by ``round(v * 255 / (2**bits - 1))``.
+    Floating-point, signed and other photometric interpretations (CIELab, LogLuv...) are
+    refused: they have no defined 8-bit RGB.
+    """
+    import logging
+
+    import tifffile
+    from tifffile import PHOTOMETRIC
+
+    quiet = logging.getLogger("tifffile")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # a damaged file is reported once, by Pillow's error below
+    try:
+        tif = tifffile.TiffFile(path)
+    except (tifffile.TiffFileError, ValueError, IndexError, KeyError, EOFError, MemoryError, struct.error):
+        return None  # not a TIFF tifffile can parse: Pillow reports it as unreadable
+    finally:
+        quiet.setLevel(level)
+    with tif:
+        if not len(tif.pages):
+            return None
+        page = tif.pages[0]
+        bits = int(page.bitspersample)
+        if bits <= 8:
+            return None
+        height, width = int(page.imagelength), int(page.imagewidth)
+        if width * height > limit:
+            raise _too_large(path, width, height, limit)
+        if int(page.sampleformat) != 1 or bits > 16:  # 1: unsigned integers
+            kind = {2: "integer samples (signed)", 3: "floating-point samples"}.get(int(page.sampleformat),
+                                                                                    "integer samples")
+            raise DataError(f"image {path} holds {bits}-bit {kind}, which have no defined 8-bit scale; "
+                            "convert it to an 8- or 16-bit image.")
+        photometric = PHOTOMETRIC(page.photometric)
+        colormap = page.colormap
+        axes = page.axes
+        simple = int(page.planarconfig) == 1 and (
+            (photometric in (PHOTOMETRIC.MINISBLACK, PHOTOMETRIC.MINISWHITE) and page.samplesperpixel == 1)
+            or (photometric == PHOTOMETRIC.RGB and page.samplesperpixel in (3, 4)))
+        try:
+            data = page.asarray()
+        except ValueError as exc:
+            if "imagecodecs" not in str(exc):
+                raise DataError(f"cannot decode the {bits}-bit TIFF {path}: {exc}. The file is damaged; "
+                                "re-export it.") from None
+            if not simple:  # OpenCV (libtiff) decodes only these layouts right
+                raise DataError(f"decoding the {bits}-bit TIFF {path} ({page.compression.name} compression, "
+                                f"{photometric.name}) needs the imagecodecs package: pip install imagecodecs, or "
+                                "save the image uncompressed or with deflate compression.") from None
+            data = _opencv_samples(path)
+        except Exception as exc:  # noqa: BLE001 - tifffile and its codecs raise many kinds for damaged data
+            raise DataError(f"cannot decode the {bits}-bit TIFF {path}: {type(exc).__name__}: {exc}. The file is "
+                            "damaged; re-export it.") from None
+        axes = axes if data.ndim == len(axes) else "YXS"[:data.ndim]
+    if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
+        data = np.moveaxis(data, axes.index("S"), -1)
+    data = data.reshape(height, width, -1)
+    maxval = (1 << bits) - 1
+    if photometric in (PHOTOMETRIC.MINISBLACK, PHOTOMETRIC.MINISWHITE):
+        grey = data[..., 0]
+        if photometric == PHOTOMETRIC.MINISWHITE:
+            grey = maxval - grey.astype(np.int64)
+        return np.repeat(scale_to_8bit(grey, maxval)[:, :, None], 3, axis=2)
+    if photometric == PHOTOMETRIC.RGB and data.shape[2] >= 3:
+        return scale_to_8bit(data[..., :3], maxval)
+    if photometric == PHOTOMETRIC.PALETTE and colormap is not None:
+        index = data[..., 0].astype(np.int64)
+        if index.size and int(index.max()) >= colormap.shape[1]:
+            raise DataError(f"image {path} has palette indices beyond its colour map; the file is corrupt.")
+        return scale_16bit(np.moveaxis(colormap[:, index], 0, -1))  # TIFF colour maps are 16-bit
+    if photometric in (PHOTOMETRIC.SEPARATED, PHOTOMETRIC.YCBCR) and data.shape[2] >= (4 if photometric ==
+                                                                                          PHOTOMETRIC.SEPARATED else 3):
+        mode = "CMYK" if photometric == PHOTOMETRIC.SEPARATED else "YCbCr"
+        eight = scale_to_8bit(data[..., :len(mode) if mode == "CMYK" else 3], maxval)
+        return np.asarray(Image.fromarray(np.ascontiguousarray(eight), mode).convert("RGB"), dtype=np.uint8).copy()
+    raise DataError(f"image {path} is a {bits}-bit TIFF with photometric interpretation {photometric.name}, which "
+                    "has no defined 8-bit RGB here; convert it to 8- or 16-bit RGB or grey.")
+
+
+def _opencv_samples(path: Path) -> np.ndarray:
+    """The raw samples of a simple (contiguous grey or RGB) deep TIFF as OpenCV (libtiff)
+    decodes them, in file order: OpenCV's BGR put back to RGB, MinIsWhite left uninverted."""
+    import cv2
+
+    decoded = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
+    if decoded is None or decoded.dtype != np.uint16:
+        raise DataError(f"cannot decode the TIFF {path}; re-export it uncompressed.")
+    return decoded[..., [2, 1, 0, 3][:decoded.shape[2]]] if decoded.ndim == 3 else decoded
+
+
+def _read_pam(path: Path, limit: int) -> np.ndarray:
+    """A PAM (P7) image, which Pillow does not read: any DEPTH (1 or 2: grey, with alpha; 3 or
+    4: RGB, with alpha), any MAXVAL up to 65535 (big-endian 16-bit samples above 255); alpha
+    dropped, samples scaled by ``round(v * 255 / MAXVAL)``."""
+    data = path.read_bytes()
+    end = data.find(b"ENDHDR\n")
+    fields: dict[str, str] = {}
+    if end < 0:
+        raise DataError(f"cannot read the PAM image {path}: no ENDHDR line; the file is corrupt.")
+    for line in data[2:end].decode("ascii", "replace").splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) >= 2:
+            fields[words[0].upper()] = words[1]
+    try:
+        width, height, depth, maxval = (int(fields[k]) for k in ("WIDTH", "HEIGHT", "DEPTH", "MAXVAL"))
+    except (KeyError, ValueError):
+        raise DataError(f"cannot read the PAM image {path}: its header lacks WIDTH, HEIGHT, DEPTH or MAXVAL.") from None
+    if width * height > limit:
+        raise _too_large(path, width, height, limit)
+    if not (1 <= maxval <= 65535 and 1 <= depth <= 4 and width > 0 and height > 0):
+        raise DataError(f"cannot read the PAM image {path}: DEPTH {depth} / MAXVAL {maxval} is not an image robustlab "
+                        "reads (grey, grey+alpha, RGB, RGBA up to 16 bits).")
+    dtype = np.dtype(">u2" if maxval > 255 else "u1")
+    count = width * height * depth
+    body = np.frombuffer(data, dtype=dtype, count=count, offset=end + 7) if len(data) - end - 7 >= count * dtype.itemsize \
+        else None
+    if body is None:
+        raise DataError(f"the PAM image {path} is truncated; re-export it.")
+    pixels = body.reshape(height, width, depth)
+    rgb = np.repeat(pixels[..., :1], 3, axis=2) if depth <= 2 else pixels[..., :3]
+    return np.ascontiguousarray(scale_to_8bit(rgb, maxval))
+
+
 def _to_rgb8(img: Image.Image, path: Path, *, sixteen_bit_colour: bool) -> np.ndarray:
     mode = img.mode
     if sixteen_bit_colour:
@@ -163,9 +321,13 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
 
     Every mode is decoded explicitly: 8-bit RGB as is; grey, bilevel and palette images
     repeated/expanded to RGB; CMYK and YCbCr converted by Pillow; alpha (RGBA, LA, palette
-    transparency) dropped, as torchvision's loader does; 16-bit grey and 16-bit RGB(A) PNG/TIFF
-    scaled to 8 bit (``round(v * 255 / 65535)``, see :func:`scale_16bit`), never clipped.
-    Floating-point and 32-bit integer images are refused (no defined scale).
+    transparency) dropped, as torchvision's loader does. Deeper samples are scaled to 8 bit by
+    ``round(v * 255 / full scale)`` (:func:`scale_to_8bit`; 65535 for 16 bit, a PNM's MAXVAL,
+    ``2**bits - 1`` for a 12-bit TIFF), never clipped, in every layout the formats allow: PNG
+    grey, grey+alpha, RGB, RGBA; PNM (P2/P3/P5/P6, any MAXVAL) and PAM (P7); TIFF MinIsBlack,
+    MinIsWhite (inverted first), RGB(A), palette, CMYK and YCbCr, planar or interleaved (TIFFs
+    deeper than 8 bit are read with tifffile). Floating-point, signed and 32-bit integer images
+    are refused (no defined scale), and so is a special file (a FIFO would block the reader).
 
     Parameters
     ----------
@@ -189,12 +351,17 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
     p = Path(path)
     limit = check_max_pixels(max_pixels)
     try:
+        head = _head(p)
+        if head.startswith(_TIFF_MAGIC):
+            deep = _read_deep_tiff(p, limit)
+            if deep is not None:
+                return deep
+        elif head.startswith(_PAM_MAGIC):
+            return _read_pam(p, limit)
         with Image.open(p) as img:
             width, height = img.size
             if width * height > limit:
-                raise DataError(f"image {p} is {width}x{height} = {width * height:,} pixels, over the limit of "
-                                f"{limit:,} (a decompression-bomb guard); raise it with --max-pixels if the "
-                                "image is genuine.")
+                raise _too_large(p, width, height, limit)
             sixteen_bit_colour = _is_16bit_colour(img)  # from the tiles, which load() clears
             img.load()
             return _to_rgb8(img, p, sixteen_bit_colour=sixteen_bit_colour)
@@ -209,6 +376,13 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
         reason = explain_os_error(exc, p, "read") if isinstance(exc, OSError) and exc.errno else \
             f"cannot read image {p}: {exc}. The file is corrupt or not an image; re-download it or remove it from the dataset."
         raise DataError(reason) from exc
+
+
+def _head(path: Path, size: int = 4) -> bytes:
+    """The first bytes of a regular file (a special file, e.g. a FIFO, is refused unopened)."""
+    require_regular_file(path, "image file")
+    with open(path, "rb") as fh:
+        return fh.read(size)
 
 
 def encode_image(image: np.ndarray, fmt: str = "png", *, quality: int = 85) -> bytes:

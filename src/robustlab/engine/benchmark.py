@@ -87,6 +87,9 @@ class Benchmark:
 
     name: ClassVar[str] = ""
     task: ClassVar[str] = "classification"
+    #: False for a benchmark that scores results made elsewhere and never runs a model: its
+    #: model is only a name (not built, not hashed into the run's identity).
+    runs_model: ClassVar[bool] = True
 
     def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
         """The benchmark options with defaults that depend on where the model runs filled in

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import hashlib
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -75,8 +74,8 @@ class EvaluationResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_id": self.run_id, "model": self.model, "benchmark": self.benchmark, "dataset": self.dataset,
-            "status": self.status, "config": self.config, "summary": _jsonable(self.summary),
+            "run_id": self.run_id, "model": self.model, "model_hash": (self.config or {}).get("model_hash"),
+            "benchmark": self.benchmark, "dataset": self.dataset, "status": self.status, "config": self.config, "summary": _jsonable(self.summary),
             "metrics": [{"name": n, "setting": s, "value": _num(v)} for n, s, v in self.metrics],
             "notes": list(self.notes),
             "problems": [{"unit": u, "sample_id": i, "message": m} for u, i, m in self.problems],
@@ -124,22 +123,18 @@ def opened_store(store: object = None) -> Iterator[Any]:
 
 
 def model_key(model: object, options: Mapping[str, Any]) -> str:
-    """The model's name in the catalog (part of the run id), without loading it when a spec.
+    """The model's name in the catalog (part of the run id, beside the content hash the run's
+    config holds as ``model_hash``), without loading it when a spec.
 
-    Spec strings are kept as given except ONNX and ``.py`` paths, which are made absolute (and
-    ONNX files fingerprinted); objects are named by class and a hash of their weights. Model
-    options that change outputs (preprocessing, num_classes) are appended.
+    A spec is spelled canonically by its source (:func:`robustlab.models.registry.canonical_spec`:
+    relative ``python:``, ``onnx:``, ``results:`` and ``finetuned:`` paths made absolute);
+    objects are named by class and a hash of their weights. Model options that change outputs
+    (preprocessing, num_classes, wrap) are appended.
     """
     if isinstance(model, str):
-        key = model
-        if model.startswith("onnx:"):
-            path = Path(model[5:]).expanduser().resolve()
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
-            key = f"onnx:{path}@{digest}"
-        elif model.startswith("python:"):
-            module, _, attr = model[7:].rpartition(":")
-            if module.endswith(".py"):
-                key = f"python:{Path(module).expanduser().resolve()}:{attr}"
+        from ..models.registry import canonical_spec
+
+        key = canonical_spec(model)
     else:
         from ..models.registry import object_name
 
@@ -236,7 +231,14 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         config["max_pixels"] = check_max_pixels(max_pixels)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
                      "num_classes": num_classes, "wrap": _canonical_wrap(wrap)}
-    name = model_key(model, model_options)
+    loaded = None
+    if bench.runs_model:
+        name = model_key(model, model_options)
+        loaded = identify(model, preprocessing, num_classes, wrap, device)
+        config["model_hash"] = loaded.digest  # the model's content: a changed model is a new run
+        check_budget(loaded.model, preprocessing, batch_size, runner, config.get("max_pixels"))
+    else:  # the benchmark reads results made elsewhere: the model is only a name
+        name = model if isinstance(model, str) else model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
     with opened_store(store) as st:
         for key, ref in bench.related_runs(config).items():  # fail early if missing; resolve id prefixes
@@ -258,7 +260,9 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                 try:
                     from ..models.protocol import select_device
 
-                    ref = ModelRef(model, preprocessing, num_classes, select_device(device), wrap)
+                    ref = ModelRef(model, preprocessing, num_classes, select_device(device), wrap,
+                                   loaded=loaded.model if loaded is not None else None,
+                                   digest=loaded.digest if loaded is not None and loaded.model is not None else None)
                     stats = holder.compute(lambda s: runner.run(ref, bench, config, s, st, run_id,
                                                                 batch_size=batch_size, progress=progress,
                                                                 description=f"{bench.name} {run_id[:6]}"),
@@ -271,6 +275,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
                             holder.end("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
                     raise
         record = st.get_run(run_id)
+        check_measured(st, run_id)  # every sample skipped: an error, never "complete" with an empty table
         if pending or record.status != "complete" or not st.get_metrics(run_id):
             compute_metrics(st, run_id, bench, config, stream.keys)
         result = load_result(st, run_id, benchmark=bench)
@@ -280,6 +285,31 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     result.executor = runner.name
     result.events = stats.events
     return result
+
+
+def identify(model: object, preprocessing: Any, num_classes: int | None, wrap: Any, device: str | None):
+    """The model's :class:`~robustlab.models.identity.ModelIdentity` (its content hash, and the
+    model when it had to be built for it, on the run's device: the executor reuses it, so a run
+    builds and hashes its model once)."""
+    from ..models.identity import identify_model
+    from ..models.protocol import select_device
+
+    return identify_model(model, preprocessing=None if preprocessing is None else Preprocessing.from_dict(preprocessing),
+                          num_classes=num_classes, wrap=wrap, device=select_device(device))
+
+
+def check_budget(model: Any, preprocessing: Any, batch_size: int, runner: Any, max_pixels: int | None) -> None:
+    """The images this run will make must fit in memory (see
+    :func:`robustlab.engine.options.check_preprocessing_budget`): checked with the model's own
+    preprocessing when it was built, else with the override given."""
+    from .options import check_preprocessing_budget
+
+    prep = getattr(model, "preprocessing", None) if model is not None else None
+    if prep is None and preprocessing is not None:
+        prep = Preprocessing.from_dict(preprocessing)
+    workers = getattr(runner, "workers", None)
+    check_preprocessing_budget(prep, int(batch_size), int(workers) if isinstance(workers, int) else 1,
+                               max_pixels=max_pixels)
 
 
 def _canonical_wrap(wrap):
@@ -311,6 +341,31 @@ def _executor_options(executor: Any, workers: int | None, ray_address: str | Non
     if name == "ray":
         return {"address": ray_address, "workers": workers, "actors": actors, "stall_timeout": stall_timeout}
     return {}
+
+
+def check_measured(store, run_id: str) -> None:
+    """Raise when the run's stored units measured no sample at all (every one was skipped as a
+    problem: unreadable, too small, too large...): its metrics would be an empty table. The run
+    is marked failed; the error names how many samples were skipped, one example and the fix.
+
+    Raises
+    ------
+    DataError
+    """
+    metas = store.unit_meta(run_id)
+    measured = sum(int(m.get("n_samples", 0)) for m in metas.values())
+    skipped = sum(int(m.get("n_skipped", 0)) for m in metas.values())
+    if not metas or measured or not skipped:
+        return
+    from ..errors import DataError
+
+    problems = store.problems(run_id)
+    example = f" (e.g. {problems[0][1]}: {problems[0][2]})" if problems else ""
+    with contextlib.suppress(Exception):
+        store.set_run_status(run_id, "failed")
+    raise DataError(f"every sample of run {run_id} was skipped: {skipped} of {skipped}{example}. Nothing was "
+                    "measured, so the run has no numbers. Fix or replace the files (or raise --max-pixels when "
+                    "they were too large), then evaluate again with --tag NAME (the data changed).")
 
 
 def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[str, Any], unit_keys: list[str]) -> None:

@@ -108,19 +108,42 @@ class ImagePreparer:
 class ModelRef:
     """How an executor obtains the model: ``load()`` builds it (in this process, or in a Ray
     actor on another machine). ``model`` is a spec string or an object; the options are those
-    of :func:`robustlab.models.load_model`."""
+    of :func:`robustlab.models.load_model`.
+
+    ``loaded``: the model already built in this process to hash it (returned by ``load()``
+    here, never pickled: another process builds its own). ``digest``: the run's model hash;
+    a model built elsewhere is checked against it, so every process runs the model the run
+    is keyed by (a factory that builds a different model each call is refused)."""
 
     model: Any
     preprocessing: Any = None
     num_classes: int | None = None
     device: Any = None
     wrap: Any = None
+    loaded: Any = field(default=None, compare=False, repr=False)
+    digest: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "loaded": None}
 
     def load(self, device: Any = None):
+        if self.loaded is not None and (device is None or str(device) == str(self.device)):
+            return self.loaded
         from ..models import load_model
 
-        return load_model(self.model, preprocessing=self.preprocessing, num_classes=self.num_classes,
-                          device=self.device if device is None else device, wrap=self.wrap)
+        model = load_model(self.model, preprocessing=self.preprocessing, num_classes=self.num_classes,
+                           device=self.device if device is None else device, wrap=self.wrap)
+        if self.digest is not None:
+            from ..errors import ModelError
+            from ..models.identity import HASH_LENGTH, model_hash
+
+            built = model_hash(model)[:HASH_LENGTH]
+            if built != self.digest:
+                raise ModelError(f"the model built here ({built}) is not the model this run is keyed by "
+                                 f"({self.digest}): {getattr(model, 'name', self.model)} builds a different model "
+                                 "on each call (random weights? a file that changed?). Seed its initialisation "
+                                 "or load fixed weights, then run again.")
+        return model
 
 
 class Executor:

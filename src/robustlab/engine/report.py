@@ -32,6 +32,8 @@ def format_result(result) -> str:
         lines.append(f"environment: {summarize(environments[0])}")
     elif environments:
         lines.append(f"environments: {len(environments)} (see the note below)")
+    if isinstance(result.config, dict) and result.config.get("model_hash"):
+        lines.append(f"model hash {result.config['model_hash']}")
     try:
         bench = get_benchmark(result.benchmark)
     except RobustlabError:  # not installed here: load_result's notes say so

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..environment import environment_record
-from ..errors import DataError, ModelError, RobustlabError
+from ..errors import DataError, InputError, ModelError, RobustlabError
 from .benchmark import Benchmark, Unit
 from .records import Batch, collate, sample_id
 
@@ -114,6 +114,7 @@ class UnitStream:
         """
         if not self.stored:
             return 0
+        self._refuse_weaker_stored_checks()
         units = list(self._plan())  # resuming: the plan's keys are needed up front
         self._units = units
         changed = []
@@ -121,9 +122,8 @@ class UnitStream:
             meta = self.stored.get(unit.key)
             if meta is None or not meta.get("fingerprint"):
                 continue
-            mode = str(meta["fingerprint"]).split(":", 1)[0]
             source = self.benchmark.samples(self.config, unit)
-            now = self.benchmark.fingerprint(self.config, unit, source, mode if mode in FINGERPRINT_MODES else "stat")
+            now = self.benchmark.fingerprint(self.config, unit, source, _stored_mode(meta))
             if now != meta["fingerprint"]:
                 changed.append(_describe_change(unit.key, meta, source))
         planned = {u.key for u in units}
@@ -138,6 +138,24 @@ class UnitStream:
                 "new run (the old one is kept), run again with --tag NAME (Python: tag=NAME); to discard the old "
                 "run, delete it from the store first.")
         return sum(1 for u in units if u.key in self.stored)
+
+    def _refuse_weaker_stored_checks(self) -> None:
+        """A stricter fingerprint asked for than the stored units carry (``content`` on units
+        stored with ``stat``) cannot be honoured by checking them: no content hash of the data
+        they measured exists. Refuse, with the two ways out, instead of checking less than asked."""
+        wanted = FINGERPRINT_MODES.index(self.mode)
+        if wanted == 0:  # stat: units stored before fingerprints existed are accepted (see verify)
+            return
+        weaker = sorted(key for key, meta in self.stored.items()
+                        if not meta.get("fingerprint") or FINGERPRINT_MODES.index(_stored_mode(meta)) < wanted)
+        if weaker:
+            modes = sorted({_stored_mode(self.stored[k]) if self.stored[k].get("fingerprint") else "nothing"
+                            for k in weaker})
+            raise InputError(
+                f"--fingerprint {self.mode} was asked, but {len(weaker)} stored unit(s) of this run (e.g. {weaker[0]}) "
+                f"were tied to their data by {' and '.join(modes)} only, so their data cannot be checked by "
+                f"{self.mode}. Rerun with --fingerprint stat (Python: fingerprint='stat') to accept the stored "
+                f"check, or evaluate the data as a new run with --tag NAME --fingerprint {self.mode}.")
 
     def _walk(self) -> Iterator[UnitWork]:
         for unit in self._plan():
@@ -172,6 +190,12 @@ class UnitStream:
         self._head = None
         yield head
         yield from self._walker
+
+
+def _stored_mode(meta: Mapping[str, Any]) -> str:
+    """The fingerprint mode a stored unit was checked with (``stat`` for unknown spellings)."""
+    mode = str(meta.get("fingerprint", "")).split(":", 1)[0]
+    return mode if mode in FINGERPRINT_MODES else "stat"
 
 
 def _describe_change(key: str, meta: Mapping[str, Any], source: Any) -> str:

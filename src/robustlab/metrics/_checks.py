@@ -8,6 +8,7 @@ the fix, instead of silently producing a wrong number.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -23,6 +24,59 @@ def format_examples(items: Iterable[Any], limit: int = 3) -> str:
     return shown + more
 
 
+def numbers_only(value: Any, name: str) -> np.ndarray:
+    """``value`` as an array of real numbers, without converting it: text (``"0.5"``),
+    booleans (``True``), ``None``, complex numbers and other objects are refused, so that
+    nothing is silently read as a number (``float("0.5")`` and ``float(True)`` would be).
+
+    Raises
+    ------
+    InputError
+        Naming the argument and the first offending value.
+    """
+    if isinstance(value, Mapping):
+        raise InputError(
+            f"{name} must be an array of numbers, got a mapping ({type(value).__name__})."
+        )
+    if isinstance(value, (str, bytes)):
+        raise InputError(f"{name} must be a number or an array of numbers, got the text {value!r}; "
+                         "convert it with float() first if it is one.")
+    if isinstance(value, (list, tuple)):  # numpy would turn [0.3, True] into [0.3, 1.0]: look first
+        _refuse_non_numbers(value, name)
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a rectangular array of numbers; could not read it ({exc}).") from None
+    kind = raw.dtype.kind
+    if kind in "iuf":
+        return raw
+    if kind == "O":  # mixed Python objects: every element must be a real number (not a bool)
+        flat = raw.reshape(-1)
+        bad = next((v for v in flat if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real)), None)
+        if bad is None:
+            return raw.astype(np.float64)
+        raise InputError(f"{name} must hold numbers only, got {type(bad).__name__} {bad!r:.40}.")
+    what = {"b": "booleans (True/False)", "U": "text", "S": "bytes", "c": "complex numbers",
+            "m": "time spans", "M": "dates"}.get(kind, f"values of dtype {raw.dtype}")
+    example = raw.reshape(-1)[0].item() if raw.size else ""
+    raise InputError(f"{name} must hold real numbers, got {what} (e.g. {example!r:.40}); give the numbers themselves.")
+
+
+def _refuse_non_numbers(items: Any, name: str) -> None:
+    """Raise on the first element of nested lists/tuples that is not a real number."""
+    stack = [items]
+    while stack:
+        for v in stack.pop():
+            if isinstance(v, (list, tuple)):
+                stack.append(v)
+            elif isinstance(v, np.ndarray):
+                if v.dtype.kind not in "iuf":
+                    numbers_only(v, name)
+            elif isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+                raise InputError(f"{name} must hold real numbers only, got {type(v).__name__} {v!r:.40}; "
+                                 "give the numbers themselves.")
+
+
 def as_float_array(
     value: Any,
     name: str,
@@ -31,7 +85,8 @@ def as_float_array(
     allow_empty: bool = False,
     finite: bool = True,
 ) -> np.ndarray:
-    """``value`` as a float64 array, rejecting non-numbers, NaN/inf, wrong ndim and emptiness.
+    """``value`` as a float64 array, rejecting non-numbers (text, booleans, None: see
+    :func:`numbers_only`), NaN/inf, wrong ndim and emptiness.
 
     Parameters
     ----------
@@ -46,16 +101,7 @@ def as_float_array(
     finite : bool
         Reject NaN and +-inf.
     """
-    if isinstance(value, Mapping):
-        raise InputError(
-            f"{name} must be an array of numbers, got a mapping ({type(value).__name__})."
-        )
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(
-            f"{name} must be an array of numbers; could not convert it ({exc})."
-        ) from None
+    arr = numbers_only(value, name).astype(np.float64)
     if ndim is not None and arr.ndim != ndim:
         raise InputError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}.")
     if arr.size == 0 and not allow_empty:
@@ -78,18 +124,7 @@ def as_int_array(
         raise InputError(
             f"{name} must be an array of integers, got a mapping ({type(value).__name__})."
         )
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - ragged input on old numpy
-        raise InputError(f"{name} must be an array of integers ({exc}).") from None
-    if raw.dtype == object:
-        raise InputError(
-            f"{name} must be a rectangular array of integers, got ragged or mixed input."
-        )
-    if raw.dtype.kind == "b":
-        raise InputError(f"{name} must hold integer class indices, got booleans.")
-    if raw.dtype.kind not in "iuf":
-        raise InputError(f"{name} must hold integers, got dtype {raw.dtype}.")
+    raw = numbers_only(value, name)
     if ndim is not None and raw.ndim != ndim:
         raise InputError(f"{name} must be {ndim}-dimensional, got shape {raw.shape}.")
     if raw.size == 0:
@@ -121,6 +156,17 @@ def as_fraction_array(value: Any, name: str, *, ndim: int | None = None) -> np.n
         raise InputError(
             f"{name} must be fractions in [0, 1], got values in [{arr.min():g}, {arr.max():g}].{hint}"
         )
+    return arr
+
+
+def as_bounded_array(value: Any, name: str, low: float, high: float, *, what: str,
+                     ndim: int | None = None) -> np.ndarray:
+    """A float array whose values lie in ``[low, high]`` (``what`` names the quantity in the
+    message, e.g. "a top-5 distance")."""
+    arr = as_float_array(value, name, ndim=ndim)
+    if np.any(arr < low) or np.any(arr > high):
+        raise InputError(f"{name} must lie in [{low:g}, {high:g}] ({what}); got values in "
+                         f"[{arr.min():g}, {arr.max():g}].")
     return arr
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ._checks import as_float_array, numbers_only
 
 __all__ = ["cohen_kappa", "cohen_kappa_from_table", "fleiss_kappa", "rating_counts"]
 
@@ -64,11 +65,11 @@ def cohen_kappa_from_table(table: Any) -> float:
     ``P_e = 0.5``, kappa = 0.4); Cohen, J. (1960), *A coefficient of agreement for nominal
     scales*, Educational and Psychological Measurement 20(1), 37-46, defines it.
     """
-    t = np.asarray(table, dtype=float)
+    t = as_float_array(table, "table", allow_empty=True, finite=False)
     if t.ndim != 2 or t.shape[0] != t.shape[1] or t.shape[0] < 1:
         raise InputError(f"a contingency table must be square (k, k); got shape {t.shape}.")
-    if not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise InputError("a contingency table holds counts: finite, non-negative numbers.")
+    if not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(t != np.round(t)):
+        raise InputError("a contingency table holds counts: finite, non-negative whole numbers.")
     n = t.sum()
     if n <= 0:
         raise InputError("the contingency table is empty (no item rated by both raters).")
@@ -138,6 +139,8 @@ def rating_counts(ratings: Sequence[Sequence[Hashable]], *, categories: Sequence
         The category of each column.
     """
     rows = [_labels(r, f"ratings[{i}]") for i, r in enumerate(ratings)]
+    if not rows:
+        raise InputError("ratings is empty: give the labels of at least one item.")
     cats = _categories([v for r in rows for v in r], categories, "the ratings")
     index = {c: j for j, c in enumerate(cats)}
     counts = np.zeros((len(rows), len(cats)), dtype=np.int64)
@@ -176,7 +179,7 @@ def fleiss_kappa(counts: Any) -> float:
     "Fleiss' kappa" (10 items, 14 raters, 5 categories: ``P_bar = 0.378``, ``P_e = 0.213``,
     kappa = 0.210). With two raters it equals Scott's pi.
     """
-    c = np.asarray(counts)
+    c = numbers_only(counts, "counts")
     if c.ndim != 2 or c.shape[0] < 1 or c.shape[1] < 1:
         raise InputError(f"counts must be a non-empty 2-D table (items, categories); got shape {c.shape}.")
     if not np.issubdtype(c.dtype, np.number) or np.any(c < 0) or np.any(c != np.round(c)):

@@ -36,6 +36,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import InputError
+from ._checks import (as_float_array, as_fraction_array, as_int_array, check_fraction, check_nonempty_mapping,
+                      check_scalar, numbers_only)
 
 __all__ = [
     "COCO_STAT_NAMES", "DetectionPmkResult", "ImageMatches", "ap_from_matches", "ap_per_class", "average_precision", "box_iou",
@@ -64,7 +66,7 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def _boxes(value: Any, where: str) -> np.ndarray:
-    arr = np.asarray(value if value is not None else np.zeros((0, 4)), dtype=np.float64)
+    arr = numbers_only(value if value is not None else np.zeros((0, 4)), f"{where}: boxes").astype(np.float64)
     if arr.size == 0:
         return arr.reshape(0, 4)
     if arr.ndim != 2 or arr.shape[1] != 4:
@@ -82,7 +84,17 @@ def _boxes(value: Any, where: str) -> np.ndarray:
 
 
 def _vector(value: Any, n: int, dtype: Any, name: str, where: str) -> np.ndarray:
-    arr = np.asarray(value if value is not None else np.zeros(0), dtype=dtype).reshape(-1)
+    if value is None:
+        value = np.zeros(0, dtype)
+    elif dtype is bool:  # flags (difficult, iscrowd, ignore): booleans or 0/1
+        value = np.asarray(value)
+        if value.dtype.kind not in "biu" or (value.dtype.kind != "b" and np.any((value != 0) & (value != 1))):
+            raise InputError(f"{where}: {name} must be booleans (or 0/1), one per box; got {value.tolist()[:6]}.")
+    elif np.dtype(dtype).kind == "i":
+        value = as_int_array(value, f"{where}: {name}", min_value=None) if np.size(value) else np.zeros(0, dtype)
+    else:
+        value = numbers_only(value, f"{where}: {name}")
+    arr = np.asarray(value, dtype=dtype).reshape(-1)
     if arr.shape[0] != n:
         raise InputError(f"{where}: {name} has {arr.shape[0]} entries for {n} boxes; give one per box.")
     return arr
@@ -125,7 +137,10 @@ def detection_arrays(det: Any, where: str = "detections") -> tuple[np.ndarray, n
 
 def clip_boxes(boxes: np.ndarray, width: float, height: float) -> np.ndarray:
     """Clip xyxy boxes (N, 4) to the image ``[0, width] x [0, height]`` (pixels)."""
-    out = np.array(boxes, dtype=np.float64, copy=True).reshape(-1, 4)
+    out = np.array(_boxes(boxes, "clip_boxes"), dtype=np.float64, copy=True).reshape(-1, 4)
+    for name, size in (("width", width), ("height", height)):
+        if check_scalar(size, name) < 0:
+            raise InputError(f"{name} must be >= 0 pixels, got {size}.")
     out[:, 0::2] = np.clip(out[:, 0::2], 0.0, float(width))
     out[:, 1::2] = np.clip(out[:, 1::2], 0.0, float(height))
     return out
@@ -165,8 +180,8 @@ def sanitize_detections(det: Any, *, width: float, height: float,
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IoU matrix (N, M) of xyxy boxes ``a`` (N, 4) and ``b`` (M, 4); 0 where the union is 0."""
-    a = np.asarray(a, np.float64).reshape(-1, 4)
-    b = np.asarray(b, np.float64).reshape(-1, 4)
+    a = numbers_only(a, "box_iou: a").astype(np.float64).reshape(-1, 4)
+    b = numbers_only(b, "box_iou: b").astype(np.float64).reshape(-1, 4)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise InputError("box_iou: boxes must be finite (x1, y1, x2, y2) coordinates; got NaN or infinity.")
     iw = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
@@ -186,8 +201,10 @@ def vid_iou_threshold(widths: np.ndarray | float, heights: np.ndarray | float) -
     + 1`` of the inclusive XML indices, i.e. ``x2 - x1`` here). Small objects get a lower
     threshold, which tolerates a fixed ~5 px localisation error around them.
     """
-    w = np.asarray(widths, np.float64)
-    h = np.asarray(heights, np.float64)
+    w = as_float_array(widths, "widths", finite=False)
+    h = as_float_array(heights, "heights", finite=False)
+    if w.shape != h.shape:
+        raise InputError(f"vid_iou_threshold: widths {w.shape} and heights {h.shape} must have the same shape.")
     if np.any(w < 0) or np.any(h < 0) or not (np.all(np.isfinite(w)) and np.all(np.isfinite(h))):
         raise InputError("vid_iou_threshold: widths and heights must be finite and >= 0.")
     return np.minimum(0.5, (w * h) / ((w + 10.0) * (h + 10.0)))
@@ -244,7 +261,29 @@ def match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np
     Returns
     -------
     tp, fp : bool arrays (M,) aligned with the input detections.
+
+    Raises
+    ------
+    InputError
+        Boxes that are not (K, 4) finite numbers, scores, ignore flags or thresholds not one per
+        box, thresholds outside (0, 1].
     """
+    det_boxes = _boxes(det_boxes, "det_boxes")
+    gt_boxes = _boxes(gt_boxes, "gt_boxes")
+    det_scores = _vector(det_scores, len(det_boxes), np.float64, "det_scores", "match_detections")
+    if not np.all(np.isfinite(det_scores)):
+        raise InputError("match_detections: det_scores must be finite.")
+    gt_ignore = _vector(gt_ignore, len(gt_boxes), bool, "gt_ignore", "match_detections")
+    thresholds = _vector(thresholds, len(gt_boxes), np.float64, "thresholds", "match_detections")
+    if np.any(~(thresholds > 0) | (thresholds > 1)):
+        raise InputError("match_detections: thresholds must be IoU thresholds in (0, 1], one per ground-truth box.")
+    return _match_detections(det_boxes, det_scores, gt_boxes, gt_ignore, thresholds, rule=rule, iou=iou)
+
+
+def _match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np.ndarray,
+                      gt_ignore: np.ndarray, thresholds: np.ndarray, *, rule: MatchingRule,
+                      iou: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`match_detections` on validated arrays (the per-class inner loop of :func:`match_image`)."""
     m = len(det_boxes)
     tp = np.zeros(m, bool)
     fp = np.zeros(m, bool)
@@ -290,15 +329,15 @@ def average_precision(recall: np.ndarray, precision: np.ndarray, *,
     at recall >= t (0 when none). ``"all-point"``: VOC2010+/ILSVRC, the area under the
     monotone (right-maximum) precision envelope, summed where recall changes.
     """
-    rec = np.asarray(recall, np.float64).reshape(-1)
-    prec = np.asarray(precision, np.float64).reshape(-1)
+    rec = as_fraction_array(recall, "recall").reshape(-1)
+    prec = as_fraction_array(precision, "precision").reshape(-1)
     if rec.shape != prec.shape:
         raise InputError(f"recall {rec.shape} and precision {prec.shape} differ in length.")
-    if not (np.all(np.isfinite(rec)) and np.all(np.isfinite(prec))):
-        raise InputError("recall and precision must be finite.")
-    for name, values in (("recall", rec), ("precision", prec)):
-        if values.size and (values.min() < 0 or values.max() > 1):
-            raise InputError(f"{name} must be fractions in [0, 1]; got values in [{values.min():g}, {values.max():g}].")
+    falls = np.flatnonzero(np.diff(rec) < 0)
+    if falls.size:
+        i = int(falls[0])
+        raise InputError(f"recall must not decrease along the curve (descending-score order): {rec[i]:g} at "
+                         f"position {i} is followed by {rec[i + 1]:g}. Sort the detections by score, highest first.")
     if method == "11-point":
         total = 0.0
         for t in np.linspace(0.0, 1.0, 11):
@@ -349,7 +388,7 @@ def match_image(gt: Any, det: Any, *, iou_threshold: IouThreshold = 0.5,
     for label in set(d_labels.tolist()):
         dsel = np.flatnonzero(d_labels == label)
         gsel = np.flatnonzero(g_labels == label)
-        t, f = match_detections(d_boxes[dsel], d_scores[dsel], g_boxes[gsel], g_ignore[gsel],
+        t, f = _match_detections(d_boxes[dsel], d_scores[dsel], g_boxes[gsel], g_ignore[gsel],
                                 thresholds[gsel], rule=rule,
                                 iou=None if iou is None else iou[np.ix_(dsel, gsel)])
         tp[dsel] = t
@@ -415,11 +454,21 @@ def ap_per_class(ground_truth: Sequence[Any], detections: Sequence[Any], *,
 
 
 def mean_ap(per_class: Mapping[int, float]) -> float:
-    """Mean of per-class APs (fractions in [0, 1]; NaN when no class has ground truth)."""
-    values = list(per_class.values())
-    for label, value in per_class.items():
-        if not (isinstance(value, (int, float, np.integer, np.floating)) and 0.0 <= float(value) <= 1.0):
-            raise InputError(f"per_class[{label!r}] is {value!r}; an AP must be a fraction in [0, 1].")
+    """Mean of per-class APs (fractions in [0, 1]).
+
+    Raises
+    ------
+    InputError
+        ``per_class`` is empty (no class has ground truth: the mean is undefined) or holds a
+        value that is not an AP.
+    """
+    check_nonempty_mapping(per_class, "per_class")
+    return _mean_or_nan(per_class)
+
+
+def _mean_or_nan(per_class: Mapping[int, float]) -> float:
+    """The mean AP, NaN for no class (an image without ground truth: see :func:`per_image_ap`)."""
+    values = [check_fraction(value, f"per_class[{label!r}]") for label, value in per_class.items()]
     return float(np.mean(values)) if values else math.nan
 
 
@@ -448,8 +497,8 @@ def per_image_ap(gt: Any, det: Any, *, iou_threshold: IouThreshold = 0.5,
     Returns NaN for an image without (non-ignored) ground truth: its AP is undefined.
     Used by detection pm-k (Shankar et al. 2019) to find the worst frame of a neighbourhood.
     """
-    return mean_ap(ap_per_class([gt], [det], iou_threshold=iou_threshold, method=method,
-                                class_agnostic=class_agnostic))
+    return _mean_or_nan(ap_per_class([gt], [det], iou_threshold=iou_threshold, method=method,
+                                     class_agnostic=class_agnostic))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -519,7 +568,7 @@ def detection_pmk(ground_truth: Mapping[str, Any], detections: Mapping[str, Any]
             matches[key] = match_image(ground_truth[key], detections.get(key, empty),
                                        iou_threshold=iou_threshold, class_agnostic=class_agnostic,
                                        image_id=key)
-            frame_ap[key] = mean_ap(ap_from_matches([matches[key]], method=method))
+            frame_ap[key] = _mean_or_nan(ap_from_matches([matches[key]], method=method))
         return frame_ap[key]
 
     worst: dict[str, str] = {}
@@ -591,35 +640,75 @@ def to_coco_results(image_ids: Sequence[Hashable], detections: Sequence[Any]) ->
     return out
 
 
+def _coco_id(value: Any, where: str) -> Any:
+    """A COCO id: a non-negative integer (or a non-empty string, for datasets named by file)."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or int(value) < 0:
+        raise InputError(f"{where} is {value!r:.40}; COCO ids are non-negative integers (or file names).")
+    return value
+
+
+def _coco_box(box: Any, where: str, *, inside: bool = False) -> None:
+    """``[x, y, w, h]``: 4 finite numbers, w and h >= 0 (and x, y >= 0 when ``inside``: a
+    ground-truth box lies in its image)."""
+    arr = as_float_array(box, where, ndim=1)
+    if arr.size != 4 or arr[2] < 0 or arr[3] < 0 or (inside and (arr[0] < 0 or arr[1] < 0)):
+        low = "x, y, w, h >= 0" if inside else "w, h >= 0"
+        raise InputError(f"{where} is {box!r:.60}; give 4 finite numbers x, y, w, h with {low}.")
+
+
 def _check_coco_inputs(gt: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    check_nonempty_mapping(gt, "ground_truth")
     for key in ("images", "annotations", "categories"):
-        if key not in gt:
-            raise InputError(f"COCO ground truth lacks {key!r}; give an instances dict "
+        if key not in gt or not isinstance(gt[key], (list, tuple)):
+            raise InputError(f"COCO ground truth lacks the list {key!r}; give an instances dict "
                              "(images, annotations, categories).")
+    if not gt["images"] or not gt["categories"]:
+        raise InputError("COCO ground truth has no images or no categories: there is nothing to evaluate.")
+    if not isinstance(results, (list, tuple)):
+        raise InputError(f"results must be a list of COCO results, got {type(results).__name__}.")
     gt = copy.deepcopy(dict(gt))
-    image_ids = {img["id"] for img in gt["images"]}
-    cat_ids = {c["id"] for c in gt["categories"]}
-    for ann in gt["annotations"]:
+    image_ids, cat_ids = set(), set()
+    for i, img in enumerate(gt["images"]):
+        check_nonempty_mapping(img, f"images[{i}]")
+        image_ids.add(_coco_id(img.get("id"), f"images[{i}].id"))
+        for side in ("width", "height"):
+            if side in img and not check_scalar(img[side], f"images[{i}].{side}") > 0:
+                raise InputError(f"images[{i}].{side} is {img[side]}; an image size is a positive number of pixels.")
+    for i, cat in enumerate(gt["categories"]):
+        check_nonempty_mapping(cat, f"categories[{i}]")
+        cat_ids.add(_coco_id(cat.get("id"), f"categories[{i}].id"))
+    for i, ann in enumerate(gt["annotations"]):
+        check_nonempty_mapping(ann, f"annotations[{i}]")
         missing = [k for k in ("image_id", "category_id", "bbox") if k not in ann]
         if missing:
             raise InputError(f"COCO annotation {ann.get('id')!r} lacks {missing}.")
-        ann.setdefault("iscrowd", 0)
+        if "id" in ann and (isinstance(ann["id"], (bool, str)) or _coco_id(ann["id"], f"annotations[{i}].id") is None):
+            raise InputError(f"annotations[{i}].id is {ann['id']!r:.40}; annotation ids are non-negative integers.")
+        if _coco_id(ann["image_id"], f"annotations[{i}].image_id") not in image_ids:
+            raise InputError(f"annotations[{i}] is on image {ann['image_id']!r}, which is not in images.")
+        if _coco_id(ann["category_id"], f"annotations[{i}].category_id") not in cat_ids:
+            raise InputError(f"annotations[{i}] has unknown category_id {ann['category_id']!r}.")
+        _coco_box(ann["bbox"], f"annotations[{i}].bbox", inside=True)
+        crowd = ann.setdefault("iscrowd", 0)
+        if isinstance(crowd, (bool, np.bool_)) or not (isinstance(crowd, (int, np.integer)) and crowd in (0, 1)):
+            raise InputError(f"annotations[{i}].iscrowd is {crowd!r}; give 0 or 1.")
         ann.setdefault("area", float(ann["bbox"][2]) * float(ann["bbox"][3]))
+        if check_scalar(ann["area"], f"annotations[{i}].area") < 0:
+            raise InputError(f"annotations[{i}].area is {ann['area']}; an area is >= 0.")
     for i, r in enumerate(results):
+        check_nonempty_mapping(r, f"results[{i}]")
         missing = [k for k in ("image_id", "category_id", "bbox", "score") if k not in r]
         if missing:
             raise InputError(f"COCO result {i} lacks {missing}; each result needs image_id, "
                              "category_id, bbox [x, y, w, h] and score.")
-        if not math.isfinite(float(r["score"])):
-            raise InputError(f"COCO result {i} (image {r['image_id']!r}) has score {r['score']}; "
-                             "scores must be finite.")
-        if not all(math.isfinite(float(v)) for v in r["bbox"]) or len(r["bbox"]) != 4:
-            raise InputError(f"COCO result {i} (image {r['image_id']!r}) has bbox {r['bbox']}; "
-                             "give 4 finite numbers x, y, w, h.")
-        if r["category_id"] not in cat_ids:
+        check_scalar(r["score"], f"results[{i}].score")
+        _coco_box(r["bbox"], f"results[{i}].bbox")
+        if r["category_id"] not in cat_ids or isinstance(r["category_id"], bool):
             raise InputError(f"COCO result {i} has unknown category_id {r['category_id']!r}; "
-                             f"the ground truth has {sorted(cat_ids)}.")
-        if r["image_id"] not in image_ids:
+                             f"the ground truth has {sorted(cat_ids, key=str)}.")
+        if r["image_id"] not in image_ids or isinstance(r["image_id"], bool):
             raise InputError(f"COCO result {i} has image_id {r['image_id']!r}, which is not in "
                              "the ground truth; evaluate against the annotation file it was made for.")
     return gt

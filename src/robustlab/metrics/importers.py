@@ -139,9 +139,32 @@ def restricted_loads(data: bytes, *, source: str = "pickle") -> Any:
 
 
 def _as_number(value: Any, where: str) -> float:
+    """A performance number of the file: a fraction in [0, 1], or COCO's -1 (no ground truth)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise DataError(f"{where}: expected a number, got {type(value).__name__}.")
-    return float(value)
+    number = float(value)
+    if not (0.0 <= number <= 1.0 or number == -1.0):  # also refuses NaN
+        hint = " It looks like a percentage: mmdetection writes fractions." if 1 < number <= 100 else ""
+        raise DataError(f"{where}: {number!r} is not a fraction in [0, 1] (nor COCO's -1 for a metric without "
+                        f"ground truth).{hint}")
+    return number
+
+
+#: Severities of an mmdetection results file: 0 is clean, 1..5 the corruption severities (the
+#: store's severities, robustlab.corruptions.dataset.parse_severities, are 1..5).
+MMDET_SEVERITIES = range(0, 6)
+
+
+def _severity(value: Any, where: str) -> int:
+    """A severity key as the store takes it: an integer in 0..5, or its digits as text (a JSON
+    file's keys); no bool, no fraction, nothing out of range."""
+    text = value.strip() if isinstance(value, str) else None
+    if text is not None and text.isdigit():
+        value = int(text)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or int(value) not in MMDET_SEVERITIES:
+        raise DataError(f"{where} has severity key {value!r}; severities are the integers 0..5 (0 = clean).")
+    return int(value)
 
 
 def _normalise_cell(cell: Any, task: str, where: str) -> dict[str, Any]:
@@ -176,15 +199,14 @@ def normalise_robustness_results(raw: Any, *, task: str = "bbox", source: str = 
                         f"got {type(raw).__name__}.")
     out: dict[str, dict[int, dict[str, Any]]] = {}
     for corruption, by_severity in raw.items():
-        if not isinstance(by_severity, Mapping):
-            raise DataError(f"{source}: entry {corruption!r} is not a mapping of severities.")
+        if not isinstance(by_severity, Mapping) or not by_severity:
+            raise DataError(f"{source}: entry {corruption!r} is not a non-empty mapping of severities.")
         cells: dict[int, dict[str, Any]] = {}
         for severity, cell in by_severity.items():
-            try:
-                sev = int(severity)
-            except (TypeError, ValueError):
-                raise DataError(f"{source}: {corruption!r} has severity key {severity!r}; "
-                                "severities are integers 0..5.") from None
+            sev = _severity(severity, f"{source}: {corruption!r}")
+            if sev in cells:
+                raise DataError(f"{source}: {corruption!r} has two entries for severity {sev} (keys written "
+                                "differently, e.g. 1 and '1'); keep one.")
             cells[sev] = _normalise_cell(cell, task, f"{source} [{corruption!r}][{sev}]")
         out[str(corruption)] = dict(sorted(cells.items()))
     return out

@@ -240,6 +240,18 @@ def _prediction(predictions: Mapping, key: str, name: str = "predictions") -> in
     return int(v)
 
 
+def _check_frame_maps(predictions: Any, labels: Any, name: str = "predictions") -> None:
+    """Validate every entry of ``predictions`` ({frame: class index}) and ``labels``
+    ({frame: class index or list}) at entry, used or not: a bad value anywhere is an error,
+    not something that passes because no pm-k set reaches it."""
+    check_nonempty_mapping(predictions, name)
+    check_nonempty_mapping(labels, "labels")
+    for key in predictions:
+        _prediction(predictions, key, name)
+    for key in labels:
+        _label_set(labels, key)
+
+
 _FAR = np.iinfo(np.int64).max  # "no misclassified neighbour"
 
 
@@ -272,8 +284,7 @@ def _score(
     predictions, pmsets, labels, label_mode, offsets, *, need_offsets: bool, name="predictions"
 ) -> _Scored:
     check_choice(label_mode, "label_mode", _LABEL_MODES)
-    check_nonempty_mapping(predictions, name)
-    check_nonempty_mapping(labels, "labels")
+    _check_frame_maps(predictions, labels, name)
     sets = _check_pmsets(pmsets)
     offs = _resolve_offsets(sets, offsets, required=need_offsets)
     anchors = list(sets)
@@ -629,7 +640,7 @@ def static_accuracy(
     """Accuracy of one model on the static set ``{anchor: frame}`` of :func:`static_frames`."""
     check_choice(label_mode, "label_mode", _LABEL_MODES)
     check_nonempty_mapping(frames, "frames")
-    check_nonempty_mapping(predictions, "predictions")
+    _check_frame_maps(predictions, labels)
     correct = 0
     for anchor, frame in frames.items():
         lab = _label_set(labels, anchor if label_mode == "anchor" else frame)
@@ -700,7 +711,7 @@ def conditional_accuracy(
     """Gu et al. (2019): P(f(I_1) correct | f(I_0) correct) over pairs (I_0, I_1), typically
     frames exactly k apart (:func:`pairs_at_distance`, :func:`pmset_pairs`). Each frame is
     judged against its own labels."""
-    check_nonempty_mapping(predictions, "predictions")
+    _check_frame_maps(predictions, labels)
     plist = [tuple(p) for p in pairs]
     if not plist:
         raise InputError("pairs is empty: no frame pairs at this distance.")

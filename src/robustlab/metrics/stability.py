@@ -53,12 +53,14 @@ import numpy as np
 from ..errors import InputError
 from ..registry import Registry
 from ._checks import (
+    as_bounded_array,
     as_float_array,
     as_int_array,
     check_nonempty_mapping,
     check_positive_int,
     check_fraction,
     check_scalar,
+    numbers_only,
     require_keys,
 )
 from .ratios import DefinedMean, NormalisedTerm, UndefinedTermsWarning, mean_of_defined, normalised_term
@@ -177,7 +179,7 @@ def _predictions(predictions: Any) -> np.ndarray:
 def _rankings(rankings: Any, *, keep: int | None = 5) -> np.ndarray:
     """Validated rankings; only the first ``keep`` columns are copied and checked (all when
     None), so top-5 metrics on full 1000-class rankings stay cheap."""
-    raw = rankings if isinstance(rankings, np.ndarray) else np.asarray(rankings)
+    raw = rankings if isinstance(rankings, np.ndarray) else numbers_only(rankings, "rankings")
     if raw.ndim != 3:
         raise InputError(
             f"rankings must be 3-dimensional (sequences, frames, K), got shape {raw.shape}."
@@ -464,19 +466,30 @@ def _baseline_values(baseline: BaselineLike, which: str) -> tuple[str, Mapping[s
     )
 
 
+#: The largest top-5 distance of one frame pair (the five classes of the top 5 all moved as
+#: far as the reference formula counts): a mean T5D above it is not a top-5 distance.
+MAX_TOP5_DISTANCE = 18
+
+
+def _check_stability_value(value: Any, name: str, which: str) -> float:
+    """A flip probability (a fraction) or a mean top-5 distance (in [0, MAX_TOP5_DISTANCE])."""
+    if which == "flip_probability":
+        return check_fraction(value, name)
+    arr = as_bounded_array(value, name, 0, MAX_TOP5_DISTANCE, what="a mean top-5 distance")
+    if arr.ndim != 0:
+        raise InputError(f"{name} must be a single number, got shape {arr.shape}.")
+    return float(arr)
+
+
 def _rate_terms(
     values: Mapping[str, Any], baseline: BaselineLike, which: str, subset, label: str
 ) -> dict[str, NormalisedTerm]:
     check_nonempty_mapping(values, label)
-    check = check_fraction if which == "flip_probability" else check_scalar  # FP is a probability
-    vals = {str(k): check(v, f"{label}[{k!r}]") for k, v in values.items()}
-    for k, v in vals.items():
-        if v < 0:
-            raise InputError(f"{label}[{k!r}] is negative ({v}); it must be >= 0.")
+    vals = {str(k): _check_stability_value(v, f"{label}[{k!r}]", which) for k, v in values.items()}
     name, base, margins = _baseline_values(baseline, which)
-    if which == "flip_probability" and isinstance(baseline, Mapping):
+    if isinstance(baseline, Mapping):
         for k, v in base.items():
-            check_fraction(v, f"baseline[{k!r}]")
+            _check_stability_value(v, f"baseline[{k!r}]", which)
     names = perturbation_subset(subset) if subset is not None else tuple(vals)
     require_keys(vals, names, label, what="perturbation")
     require_keys(base, names, f"baseline {name!r}", what="perturbation")

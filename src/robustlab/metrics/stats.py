@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..seeding import RngLike, as_generator
 from ._checks import (
     as_float_array,
+    as_fraction_array,
     as_int_array,
     check_alpha,
     check_choice,
@@ -310,8 +311,8 @@ def linear_fit(
     """
     lvl = check_alpha(alpha)
     check_choice(transform, "transform", _TRANSFORMS)
-    x = as_float_array(original, "original", ndim=1)
-    y = as_float_array(perturbed, "perturbed", ndim=1)
+    x = as_fraction_array(original, "original", ndim=1)  # accuracies: fractions, not percent
+    y = as_fraction_array(perturbed, "perturbed", ndim=1)
     if x.shape != y.shape:
         raise InputError(
             f"original and perturbed must have one value per model each, got {x.size} and {y.size}."

@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import InputError
+from ._checks import as_bounded_array, check_nonempty_mapping, numbers_only
 from .corruption import corruption_subset
 
 __all__ = ["CorruptionPerformance", "RmseRpcAnalysis", "check_performance", "image_rmse",
@@ -85,9 +86,10 @@ def _cell_array(results: Mapping[str, Any], corruption: str, severity: int, metr
         raise InputError(f"results have no {metric!r} for corruption {corruption!r} severity "
                          f"{severity}; the file covers {sorted(results)}.") from None
     try:
-        arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
-    except (TypeError, ValueError):
-        arr = np.zeros((0, 0))
+        arr = np.atleast_1d(numbers_only(value, f"{metric!r} of {corruption!r} severity {severity}").astype(np.float64))
+    except InputError as exc:  # text, booleans, None...: not a performance number
+        raise InputError(f"{metric!r} of {corruption!r} severity {severity} must be a finite number or per-class "
+                         f"vector, got {value!r:.60} ({exc}).") from None
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
         raise InputError(f"{metric!r} of {corruption!r} severity {severity} must be a finite "
                          f"number or per-class vector, got {value!r}.")
@@ -127,7 +129,7 @@ def check_performance(values: np.ndarray, name: str) -> None:
 def _clean_array(results: Mapping[str, Any], metric: str, corruptions: Sequence[str],
                  clean: Any) -> np.ndarray:
     if clean is not None:
-        arr = np.atleast_1d(np.asarray(clean, np.float64))
+        arr = np.atleast_1d(numbers_only(clean, "clean").astype(np.float64))
         if not np.all(np.isfinite(arr)) or arr.size == 0:
             raise InputError(f"clean performance {clean!r} must be finite.")
         check_performance(arr, "clean")
@@ -233,8 +235,8 @@ def image_rmse(clean: np.ndarray, corrupted: np.ndarray) -> float:
     Computed in float64. (The benchmark's ``calc_rmse.py`` subtracted the uint8 arrays
     directly, which wraps around modulo 256; its published RMSE table carries that artefact.)
     """
-    a = np.asarray(clean)
-    b = np.asarray(corrupted)
+    a = as_bounded_array(clean, "clean", 0, 255, what="pixel values")
+    b = as_bounded_array(corrupted, "corrupted", 0, 255, what="pixel values")
     if a.shape != b.shape or a.size == 0:
         raise InputError(f"image_rmse: the images must have the same non-empty shape, got {a.shape} and {b.shape}.")
     diff = a.astype(np.float64) - b.astype(np.float64)
@@ -265,6 +267,20 @@ class RmseRpcAnalysis:
         return self.slope * np.asarray(rmse, np.float64) + self.intercept
 
 
+def _table(table: Any, name: str, what: str, high: float = np.inf) -> dict[str, dict[int, float]]:
+    """``{corruption: {severity: value}}`` with every value a finite number in [0, high]."""
+    check_nonempty_mapping(table, name)
+    out: dict[str, dict[int, float]] = {}
+    for c, by_s in table.items():
+        check_nonempty_mapping(by_s, f"{name}[{c!r}]")
+        out[str(c)] = {}
+        for s, v in by_s.items():
+            if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+                raise InputError(f"{name}[{c!r}] has severity {s!r}; severities are integers.")
+            out[str(c)][int(s)] = float(as_bounded_array(v, f"{name}[{c!r}][{s}]", 0, high, what=what, ndim=0))
+    return out
+
+
 def rmse_vs_rpc(rmse: Mapping[str, Mapping[int, float]],
                 relative: CorruptionPerformance | Mapping[str, Mapping[int, float]], *,
                 by: Literal["corruption", "cell"] = "corruption",
@@ -290,7 +306,8 @@ def rmse_vs_rpc(rmse: Mapping[str, Mapping[int, float]],
         for (c, s), v in relative.relative_per_cell.items():
             rel.setdefault(c, {})[s] = v
     else:
-        rel = {c: {int(s): float(v) for s, v in by_s.items()} for c, by_s in relative.items()}
+        rel = _table(relative, "relative", "relative performance")
+    rmse = _table(rmse, "rmse", "an RMSE in 0..255 pixel units", high=255.0)
     names = corruption_subset(corruptions) if corruptions is not None else tuple(rel)
     if by not in ("corruption", "cell"):
         raise InputError(f"by={by!r}: use 'corruption' or 'cell'.")

@@ -25,6 +25,8 @@ _EXPORTS = {
     **dict.fromkeys(("MERGES", "groups_from_map", "project", "project_logits"), ".projection"),
     **dict.fromkeys(("Classifier", "Detector", "check_detections", "check_logits", "select_device"), ".protocol"),
     **dict.fromkeys(("MODEL_SOURCES", "load_model", "wrap_model"), ".sources"),
+    **dict.fromkeys(("ModelSource", "canonical_spec", "model_source"), ".registry"),
+    **dict.fromkeys(("ModelIdentity", "identify_model", "model_hash"), ".identity"),
     "fetch_checkpoint": ".weights",
 }
 __all__ = sorted(_EXPORTS)

@@ -22,6 +22,7 @@ tensors in [0, 1] (pixel space, any size), it returns one dict per image with ``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -35,8 +36,8 @@ from torch import nn
 from ..errors import DataError, InputError, ModelError, unknown_name
 from .preprocessing import Preprocessing
 from .protocol import Classifier, Detector
-from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, object_name
-from .weights import fetch_checkpoint, guard_download
+from .registry import NO_WEIGHTS, CallableNet, absolute_path, model_source, object_name, seeded_init
+from .weights import fetch_checkpoint, file_sha256, guard_download
 
 __all__ = ["ResultsDetector", "as_detector", "ensure_detector", "load_torchvision_detector", "read_results_file"]
 
@@ -85,7 +86,8 @@ def load_torchvision_detector(name: str, weights_name: str | None, options: Mapp
         kwargs["weights_backbone"] = None
         if options.get("num_classes"):
             kwargs["num_classes"] = int(options["num_classes"])
-    net = guard_download(f"torchvision:{name}", lambda: tvm.get_model(name, weights=weights, **kwargs))
+    with seeded_init():  # random weights (':none') are the same on every call
+        net = guard_download(f"torchvision:{name}", lambda: tvm.get_model(name, weights=weights, **kwargs))
     weights_label = weights.name if weights is not None else "none"
     categories = weights.meta.get("categories") if weights is not None else None
     return Detector(net, name=f"torchvision:{name}:{weights_label}", preprocessing=options.get("preprocessing"),
@@ -315,7 +317,21 @@ class ResultsDetector(Detector):
         return out
 
 
-@MODEL_SOURCES.register("results")
+def results_content(rest: str, options: dict[str, Any]) -> str:
+    """SHA-256 over the results files (a file's bytes, or every ``*.json`` of a folder with its
+    relative path): what decides a ``results:`` model's detections."""
+    base = Path(rest).expanduser()
+    if not base.exists():
+        raise DataError(f"results {base} does not exist; give a COCO results json or a folder of them.")
+    files = [base] if base.is_file() else sorted(p for p in base.rglob("*.json") if p.is_file())
+    h = hashlib.sha256()
+    for file in files:
+        h.update(file.relative_to(base).as_posix().encode() if file != base else b"")
+        h.update(bytes.fromhex(file_sha256(file)))
+    return h.hexdigest()
+
+
+@model_source("results", canonical=absolute_path, content=results_content)
 def load_results(rest: str, options: dict[str, Any]) -> ResultsDetector:
     """``results:<file or folder>``: detections made earlier (see :func:`read_results_file`)."""
     path = Path(rest).expanduser().resolve()

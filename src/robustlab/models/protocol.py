@@ -164,13 +164,29 @@ def check_detections(outputs: object, batch_size: int, model_name: str) -> list[
 
 
 def select_device(device: str | torch.device | None = None) -> torch.device:
-    """The device to run on: ``None``/``"auto"`` -> CUDA when available, else CPU."""
+    """The device to run on: ``None``/``"auto"`` -> CUDA when available, else CPU.
+
+    Raises
+    ------
+    InputError
+        For a device that does not exist here (``cuda`` without CUDA, ``cuda:3`` on a machine
+        with one GPU, ``mps`` off Apple silicon) or that robustlab does not run on.
+    """
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise InputError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N.") from exc
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise InputError(f"device {device!r} is not one robustlab runs on: use auto, cpu, cuda, cuda:N or mps.")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError(f"device {device!r} requested but CUDA is not available here; use --device cpu or auto.")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise InputError(f"device {device!r} requested but this machine has {torch.cuda.device_count()} CUDA "
+                         f"device(s) (cuda:0..cuda:{torch.cuda.device_count() - 1}); pick one of them or auto.")
+    mps = getattr(torch.backends, "mps", None)
+    if dev.type == "mps" and not (mps is not None and mps.is_available()):
+        raise InputError(f"device {device!r} requested but Apple's MPS backend is not available here (it needs "
+                         "macOS on Apple silicon and a torch built with it); use --device cpu or auto.")
     return dev

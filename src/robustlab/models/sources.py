@@ -23,11 +23,13 @@ from torch import nn
 
 from ..errors import DataError, InputError, ModelError, RobustlabError, unknown_name
 from .detection import load_torchvision_detector
+from .code_identity import code_identity
 from .hub import timm_weights_guard
 from .preprocessing import Preprocessing
 from .protocol import Classifier, Detector, select_device
-from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, Model, object_name
-from .weights import fetch_checkpoint, guard_download
+from .registry import MODEL_SOURCES, NO_WEIGHTS, CallableNet, Model, absolute_path, model_source, object_name, \
+    seeded_init, split_spec
+from .weights import fetch_checkpoint, file_sha256, guard_download
 from .wrappers import wrap_classifier
 
 __all__ = ["MODEL_SOURCES", "NO_WEIGHTS", "CallableNet", "load_model", "object_name", "wrap_model"]
@@ -65,11 +67,7 @@ def load_model(model: object, *, preprocessing: Preprocessing | dict | None = No
     options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing),
                "num_classes": num_classes, "pretrained": pretrained}
     if isinstance(model, str):
-        source, sep, rest = model.partition(":")
-        if not sep or not rest:
-            raise InputError(f"model spec {model!r} must look like SOURCE:NAME, e.g. torchvision:resnet50, "
-                             f"timm:resnet18, onnx:model.onnx, python:module:callable. "
-                             f"Sources: {', '.join(MODEL_SOURCES.names())}.")
+        source, rest = split_spec(model)
         loader = MODEL_SOURCES.get(source)
         try:
             loaded = loader(rest, options)
@@ -148,7 +146,8 @@ def load_torchvision(rest: str, options: dict[str, Any]) -> Model:
         kwargs["num_classes"] = options["num_classes"]
     if weights is None and detection:
         kwargs["weights_backbone"] = None  # random init means no backbone download either
-    net = tvm.get_model(name, weights=weights, **kwargs)
+    with seeded_init():  # random weights (':none') are the same on every call
+        net = tvm.get_model(name, weights=weights, **kwargs)
     spec_name = f"torchvision:{name}:{weights.name if weights is not None else 'none'}"
     source = {"source": "torchvision", "weights": weights.name if weights is not None else None}
     if detection:
@@ -182,7 +181,7 @@ def load_timm(rest: str, options: dict[str, Any]) -> Model:
     kwargs = {"num_classes": options["num_classes"]} if options.get("num_classes") and not pretrained else {}
     guard = timm_weights_guard(name, f"timm:{name}") if pretrained else contextlib.nullcontext()
     try:
-        with guard:  # offline: the cached file at once, or an error naming the file and folder at once
+        with guard, seeded_init():  # offline: the cached file at once, or an error naming it; random weights seeded
             net = guard_download(f"timm:{name}", lambda: timm.create_model(name, pretrained=pretrained, **kwargs))
     except RuntimeError as exc:
         if "Unknown model" in str(exc):
@@ -213,6 +212,7 @@ class OnnxNet(nn.Module):
         import onnxruntime as ort
 
         self.path = str(path)
+        self.sha256 = file_sha256(path)  # the graph's bytes: part of the model's identity
         try:
             self.session = ort.InferenceSession(self.path, providers=providers)
         except Exception as exc:  # onnxruntime raises its own untyped errors
@@ -242,7 +242,16 @@ class OnnxNet(nn.Module):
         return torch.from_numpy(np.asarray(out, dtype=np.float32)).to(x.device)
 
 
-@MODEL_SOURCES.register("onnx")
+def onnx_content(rest: str, options: dict[str, Any]) -> str:
+    """SHA-256 of the ONNX file's bytes: what decides an ONNX model's predictions (with the
+    options, which are part of the run key)."""
+    path = Path(rest).expanduser()
+    if not path.is_file():
+        raise DataError(f"ONNX model file {path} does not exist; check the path after 'onnx:'.")
+    return file_sha256(path)
+
+
+@model_source("onnx", canonical=absolute_path, content=onnx_content)
 def load_onnx(rest: str, options: dict[str, Any]) -> Model:
     """``onnx:<path>``: run with onnxruntime (CUDA provider when available). The graph gets the
     preprocessed tensor; default preprocessing: none, or resize+crop to a static input size."""
@@ -259,15 +268,20 @@ def load_onnx(rest: str, options: dict[str, Any]) -> Model:
     prep = options["preprocessing"]
     if prep is None:
         prep = Preprocessing(resize=min(net.static_hw), crop=net.static_hw) if net.static_hw else Preprocessing()
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return Classifier(net, name=f"onnx:{path.resolve()}", preprocessing=prep, num_classes=options.get("num_classes"),
-                      differentiable=False, source={"source": "onnx", "sha256_16": digest})
+                      differentiable=False, source={"source": "onnx", "sha256_16": net.sha256[:16]})
 
 
 # --- python ----------------------------------------------------------------------------------------
 
 
-@MODEL_SOURCES.register("python")
+def python_canonical(rest: str) -> str:
+    """``<abs file.py>:<callable>`` for a file spec; a module spec is kept as given."""
+    module, sep, attr = rest.rpartition(":")
+    return f"{absolute_path(module)}:{attr}" if sep and module.endswith(".py") else rest
+
+
+@model_source("python", canonical=python_canonical)
 def load_python(rest: str, options: dict[str, Any]) -> Model:
     """``python:<module>:<callable>`` or ``python:<file.py>:<callable>``: the callable is called
     with no arguments and returns a Classifier/Detector, an nn.Module or a callable."""
@@ -300,7 +314,8 @@ def load_python(rest: str, options: dict[str, Any]) -> Model:
         raise ModelError(f"python:{rest}: {attr}() returned None; it must return the model (an nn.Module, a "
                          "callable, or a robustlab Classifier/Detector).")
     model = wrap_model(built, name=f"python:{module_name}:{attr}", **options)
-    model.source.update({"source": "python", "factory": f"{module_name}:{attr}"})
+    # the factory's own code (and the local modules it imports) decides the model too
+    model.source.update({"source": "python", "factory": f"{module_name}:{attr}", "code": code_identity(module.__name__)})
     return model
 
 
@@ -310,15 +325,18 @@ def _import_module(module_name: str):
         if not path.is_file():
             raise DataError(f"python model file {path} does not exist.")
         mod_name = f"_robustlab_user_{hashlib.blake2b(str(path.resolve()).encode(), digest_size=6).hexdigest()}"
-        if mod_name in sys.modules:
-            return sys.modules[mod_name]
+        source_digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        loaded = sys.modules.get(mod_name)
+        if loaded is not None and getattr(loaded, "__robustlab_source_sha256__", None) == source_digest:
+            return loaded  # the file is unchanged since it was run: an edited file is run again
         spec = importlib.util.spec_from_file_location(mod_name, path)
         module = importlib.util.module_from_spec(spec)
+        module.__robustlab_source_sha256__ = source_digest
         sys.modules[mod_name] = module
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:
-            del sys.modules[mod_name]
+            sys.modules.pop(mod_name, None)
             if not isinstance(exc, Exception):
                 raise
             raise ModelError(f"running the model file {path} failed: {type(exc).__name__}: {exc}. "

@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import (BuildSummary, TaskResult, check_resume, output_lock, record_sources, running, source_changes,
-                           source_stamps, write_summary)
-from ..data.folders import ImageDataset, check_output_location, discover_dataset
+from ..data.builds import (BuildSummary, TaskResult, check_destination, check_resume, output_lock, record_sources,
+                           running, source_changes, source_stamps, write_summary)
+from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import default_workers, run_jobs
@@ -269,7 +269,7 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
     max_pixels = check_max_pixels(max_pixels)
-    check_output_location(src, dst)
+    check_destination(dst, PerturbSummary.tool, SUMMARY_NAME, source=src)
     dataset = discover_dataset(src, autodetect_coco=False, exclude=[dst])
     check_output_names(dataset.images, settings.format)
     dst = ensure_dir(dst)

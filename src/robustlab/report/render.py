@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -134,7 +135,7 @@ def render_markdown(results: Sequence, *, title: str = "robustlab report",
             if sec.legend:
                 out += ["", sec.legend]
         out += [f"- note: {n}" for n in sec.notes]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + ["", f"{MARKDOWN_MARK} {__version__} -->"]) + "\n"
 
 
 def render_csv(results: Sequence) -> str:
@@ -149,6 +150,80 @@ def render_csv(results: Sequence) -> str:
 
 def render_json(results: Sequence) -> str:
     return json.dumps({"robustlab": __version__, "runs": [r.to_dict() for r in results]}, indent=1)
+
+
+#: How each format marks a file as a robustlab report, so that ``report -o`` may replace it
+#: (and only it): the HTML generator tag, a closing comment in Markdown, the CSV header, the
+#: JSON's ``robustlab`` key.
+HTML_MARK = '<meta name="generator" content="robustlab report'
+MARKDOWN_MARK = "<!-- written by robustlab report"
+CSV_HEADER = "run_id,model,benchmark,dataset,metric,setting,value"
+
+
+def is_report_file(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a report robustlab wrote (any format), judged from its content."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4096)
+            fh.seek(max(0, p.stat().st_size - 512))
+            tail = fh.read()
+    except OSError:
+        return False
+    text, end = head.decode("utf-8", "replace"), tail.decode("utf-8", "replace")
+    if HTML_MARK in text or MARKDOWN_MARK in end or text.startswith(CSV_HEADER + "\n"):
+        return True
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(data, dict) and set(data) == {"robustlab", "runs"}
+    return False
+
+
+def check_report_destination(out: str | os.PathLike, store: Any = None) -> None:
+    """Refuse a report file that would destroy data, before anything is computed.
+
+    - ``out`` exists and is not a report robustlab wrote (an empty file excepted): it is never
+      overwritten;
+    - ``out`` is not a regular file (a folder, a FIFO);
+    - ``out`` lies inside a results store (the opened one, or any folder holding a catalog):
+      a report there could replace the catalog or the predictions.
+
+    Raises
+    ------
+    InputError
+    """
+    from ..data.folders import STORE_PREDICTIONS_FOLDER
+    from ..store.location import CATALOG_FILE
+
+    path = Path(out)
+    target = Path(os.path.realpath(path))
+    roots = []
+    location = getattr(store, "location", None)
+    sqlite = getattr(location, "sqlite_path", None)
+    if sqlite is not None:
+        roots += [Path(os.path.realpath(sqlite)).parent, Path(os.path.realpath(sqlite))]
+    predictions = getattr(store, "predictions_dir", None)
+    if predictions is not None:
+        roots.append(Path(os.path.realpath(predictions)))
+    for root in roots:
+        if target == root or target.is_relative_to(root) and root.is_dir():
+            raise InputError(f"{out} is inside the results store {root}: a report there could replace the catalog "
+                             "or predictions. Write it elsewhere (-o report.html).")
+    beside_catalog = (target.parent / CATALOG_FILE).is_file()
+    in_predictions = target.parent.name == STORE_PREDICTIONS_FOLDER and any(target.parent.parent.glob("*.db"))
+    if beside_catalog or in_predictions or target.name == CATALOG_FILE:
+        raise InputError(f"{out} is inside a results store ({target.parent}): a report there could replace the "
+                         "catalog or predictions. Write it elsewhere (-o report.html).")
+    if not os.path.lexists(path):
+        return
+    if not path.is_file():
+        raise InputError(f"{out} exists and is not a regular file; give a file name for the report (-o report.html).")
+    if path.stat().st_size and not is_report_file(path):
+        raise InputError(f"{out} exists and is not a report robustlab wrote: it is never overwritten. Choose "
+                         "another file name (-o), or move that file away first.")
 
 
 def _describe_location(location) -> str:
@@ -176,6 +251,7 @@ def write_report(store, out: str | os.PathLike, *, fmt: str | None = None, runs:
     fmt = fmt or {".md": "markdown", ".markdown": "markdown", ".csv": "csv", ".json": "json"}.get(out.suffix.lower(), "html")
     if fmt not in FORMATS:
         raise InputError(f"unknown report format {fmt!r}: use one of {', '.join(FORMATS)}.")
+    check_report_destination(out, store)
     results = collect_results(store, runs, benchmarks)
     where = _describe_location(getattr(store, "location", None))
     if not results:

@@ -869,14 +869,36 @@ def open_store(
     InputError
         When the location is malformed (unsupported URL scheme, in-memory SQLite).
     """
+    resolved = resolve_location(location, predictions_dir)
+    check_not_truncated(resolved)
     return Store(
-        resolve_location(location, predictions_dir),
+        resolved,
         busy_timeout=busy_timeout,
         lock_retries=lock_retries,
         durable=durable,
         must_exist=must_exist,
         relocate=relocate,
     )
+
+
+def check_not_truncated(location: StoreLocation) -> None:
+    """Refuse a zero-byte SQLite catalog: SQLite would take it for a new, empty database and the
+    store's runs would silently be gone. A catalog robustlab made is never empty once created,
+    so the file was truncated (a full disk, a failed copy) or made by something else. (A catalog
+    another process is creating this instant is waited for, up to 2 s, or 30 s while its
+    journal shows the creation under way.)"""
+    path = location.sqlite_path
+    if path is None:
+        return
+    start = time.monotonic()
+    while path.is_file() and path.stat().st_size == 0:
+        creating = any(path.with_name(path.name + suffix).exists() for suffix in ("-journal", "-wal"))
+        if time.monotonic() - start > (30.0 if creating else 2.0):
+            raise StoreError(f"the store's catalog {path} is empty (0 bytes): it was truncated (a full disk, a failed "
+                             "copy) or made by another program, and opening it would start a new, empty store. "
+                             "Restore it from a backup; if this store never held results, delete the file to start "
+                             "afresh.")
+        time.sleep(0.05)
 
 
 def _no_store_error(location: StoreLocation) -> StoreError:

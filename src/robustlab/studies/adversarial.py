@@ -172,12 +172,9 @@ def load_weights(path: Path, model: torch.nn.Module, *, what: str) -> dict:
 
     Returns the checkpoint dict. DataError when unreadable, ModelError when it does not fit.
     """
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise DataError(f"{what}: checkpoint {path} does not exist.") from None
-    except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a bad file
-        raise DataError(f"{what}: cannot read checkpoint {path}: {exc}.") from exc
+    from ..safeload import load_checkpoint
+
+    state = load_checkpoint(path, what=f"{what}: checkpoint", fix="delete it to train that seed again")
     weights = state.get("model", state) if isinstance(state, dict) else None
     if not isinstance(weights, dict):
         raise DataError(f"{what}: {path} is not a state dict (nor a dict with 'model').")

@@ -174,9 +174,14 @@ def load_config(path: str | os.PathLike) -> StudyConfig:
     """Read and validate a study TOML file; relative checkpoint paths are relative to its folder."""
     p = Path(path)
     try:
-        raw = tomllib.loads(p.read_text())
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError(f"study config {p} does not exist.") from None
+    except IsADirectoryError:
+        raise InputError(f"study config {p} is a folder; give the study's .toml file.") from None
+    except UnicodeDecodeError:
+        raise InputError(f"study config {p} is not a text file (not UTF-8): give the study's TOML file "
+                         "(see docs/adversarial.md for its keys).") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"study config {p} is not valid TOML: {exc}.") from exc
     return config_from_dict(raw, source=str(p), base_dir=p.resolve().parent)
@@ -336,8 +341,10 @@ def config_from_dict(raw: Mapping[str, Any], *, source: str = "config",
         if not set(by_name[a].eval_epochs) & set(by_name[b].eval_epochs):
             raise InputError(f"{source}: comparison {a!r} vs {b!r}: no attacked epoch in common "
                              f"({list(by_name[a].eval_epochs)} vs {list(by_name[b].eval_epochs)}).")
-    eps = tuple(float(e) for e in study.get("eps", PAPER_EPS_GRID))
-    check_eps_grid(eps)
+    try:
+        eps = tuple(check_eps_grid(study.get("eps", PAPER_EPS_GRID), upper=1.0).tolist())  # FGSM L-inf on [0, 1]
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
     attack = str(study.get("attack", "fgsm"))
     if attack not in ATTACKS:
         raise unknown_name("attack", attack, ATTACKS)

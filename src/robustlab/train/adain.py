@@ -161,15 +161,12 @@ class AdaIN(nn.Module):
     @classmethod
     def from_weights(cls, weights: AdainWeights) -> AdaIN:
         """Build the networks and load the weight files (checked to fit the architecture)."""
-        from .heads import UNREADABLE_CHECKPOINT, check_state_dict
+        from ..safeload import load_checkpoint
+        from .heads import check_state_dict
 
         vgg, decoder = normalised_vgg19(weights.width), adain_decoder(weights.width)
         for net, path, what in ((vgg, weights.encoder, "AdaIN encoder"), (decoder, weights.decoder, "AdaIN decoder")):
-            try:
-                state = torch.load(path, map_location="cpu", weights_only=True)
-            except UNREADABLE_CHECKPOINT as exc:
-                raise DataError(f"cannot read the {what} weights {path}: {exc}. Delete the file to download it "
-                                "again.") from exc
+            state = load_checkpoint(path, what=f"{what} weights", fix="delete the file to download it again")
             if not isinstance(state, Mapping):
                 raise DataError(f"{path} is not a state_dict; it is not the {what} of pytorch-AdaIN.")
             check_state_dict(net, state, what=f"{what} weights {path}",

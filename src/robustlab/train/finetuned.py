@@ -18,14 +18,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ..errors import DataError, InputError, ModelError
 from ..models import Preprocessing, load_model
 from ..models.protocol import Classifier
-from ..models.registry import MODEL_SOURCES
+from ..models.registry import model_source
 from ..models.weights import file_sha256
-from .heads import UNREADABLE_CHECKPOINT, check_state_dict, replace_head
+from ..safeload import load_checkpoint
+from .heads import check_state_dict, replace_head
 
 MANIFEST_NAME = "finetuned.json"
 WEIGHTS_NAME = "model.pt"
@@ -84,10 +83,8 @@ def apply_head(model: Classifier, head: dict[str, Any] | None, *, seed: int = 0,
 
 def load_state(model: Classifier, weights: Path, *, what: str, fix: str) -> None:
     """Load a ``state_dict`` file into ``model.net`` after checking that it fits the architecture."""
-    try:
-        state = torch.load(weights, map_location="cpu", weights_only=True)
-    except UNREADABLE_CHECKPOINT as exc:
-        raise DataError(f"cannot read the weights {weights}: {exc}. The file is damaged; fine-tune again.") from exc
+    # the shared safe loader: a refused file gets one line, never torch's advice to turn the protection off
+    state = load_checkpoint(weights, what=what, fix=fix[:1].lower() + fix[1:].rstrip("."))
     if not isinstance(state, dict):
         raise DataError(f"{weights} is not a state_dict (a dict of tensors).")
     check_state_dict(model.net, state, what=what, fix=fix)
@@ -130,7 +127,14 @@ def build_finetuned(manifest: dict[str, Any], options: dict[str, Any] | None = N
     return wrap_classifier(base, manifest.get("wrap")) if manifest.get("wrap") else base
 
 
-@MODEL_SOURCES.register("finetuned")
+def canonical_finetuned(rest: str) -> str:
+    """``<absolute folder>[@<digest>]``: a relative folder is resolved, so ``finetuned:ft`` in
+    two directories names two models."""
+    folder, digest = split_spec(rest)
+    return str(folder.resolve()) + (f"@{digest}" if digest else "")
+
+
+@model_source("finetuned", canonical=canonical_finetuned)
 def load_finetuned_source(rest: str, options: dict[str, Any]) -> Classifier:
     """``finetuned:<folder>[@<sha256 prefix>]``: a model written by ``robustlab finetune``."""
     folder, digest = split_spec(rest)

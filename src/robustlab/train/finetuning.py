@@ -54,21 +54,25 @@ import torch
 import torch.nn.functional as F
 
 from .. import __version__
+from ..data.builds import check_destination, output_lock
 from ..data.jobs import pool_context, single_threaded_worker
 from ..errors import DataError, InputError, ModelError, unknown_name
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..models import load_model, select_device
 from ..models.protocol import Classifier
-from ..models.registry import object_name
+from ..models.registry import canonical_spec, object_name
 from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
+from ..safeload import load_checkpoint as safe_load
 from ..seeding import derive_seed
 from .classes import ClassSubset, resolve_class_subset
 from .data import KeyedImages, TrainingCollate, TrainingImages, TrainingSet, epoch_batches, read_training_set
 from .finetuned import MANIFEST_FORMAT, MANIFEST_NAME, WEIGHTS_NAME, finetuned_spec, load_state, read_manifest
-from .heads import UNREADABLE_CHECKPOINT, check_state_dict, find_head, head_outputs, replace_head
+from .heads import check_state_dict, find_head, head_outputs, replace_head
 from .progress import ImageProgress
 
+#: The command, as the output lock records it.
+FINETUNE_TOOL = "robustlab finetune"
 CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_FORMAT = "robustlab-finetune-checkpoint/1"
 SCHEDULES = ("cosine", "step", "constant")
@@ -93,25 +97,17 @@ class WorkerInit:
 
 
 def base_spec(model: object) -> str:
-    """The spec a fine-tuned model is rebuilt from (absolute paths for ``python:file.py`` and ``finetuned:``)."""
+    """The spec a fine-tuned model is rebuilt from: the model source's canonical spelling
+    (:func:`robustlab.models.registry.canonical_spec`, as the engine's run key uses), so
+    ``python:file.py`` and ``finetuned:`` paths are absolute."""
     spec = model if isinstance(model, str) else getattr(model, "source", {}).get("spec")
     if not isinstance(spec, str):
         raise InputError("finetune needs a model spec (torchvision:NAME, timm:NAME, python:file.py:factory, demo:NAME, "
                          "finetuned:FOLDER) or a model loaded with robustlab.models.load_model from one, so that the "
                          "fine-tuned model can be rebuilt; put your nn.Module in a python: factory file.")
-    source, _, rest = spec.partition(":")
-    if source == "onnx":
+    if spec.partition(":")[0] == "onnx":
         raise InputError(f"{spec}: ONNX models cannot be trained (no gradients); fine-tune the PyTorch model.")
-    if source == "python":
-        module, _, attr = rest.rpartition(":")
-        if module.endswith(".py"):
-            return f"python:{Path(module).expanduser().resolve()}:{attr}"
-    if source == "finetuned":
-        from .finetuned import split_spec
-
-        folder, digest = split_spec(rest)
-        return f"finetuned:{folder.resolve()}" + (f"@{digest}" if digest else "")
-    return spec
+    return canonical_spec(spec)
 
 
 def make_augmenter(augment: object, severities: str | Sequence[int], seed: int) -> tuple[Any, dict | None]:
@@ -262,77 +258,80 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     if wrap and any(step.split(":")[0] not in TRAINABLE_WRAPPERS for step in wrap.split("+")):
         raise InputError(f"finetune trains through {', '.join(TRAINABLE_WRAPPERS)} only; {wrap} includes test-time "
                          "view averaging: fine-tune without it and pass --wrap to evaluate instead.")
+    select_device(device)  # a device this machine lacks is refused before anything is written
+    check_destination(out, FINETUNE_TOOL, MANIFEST_NAME)
     out = ensure_dir(out)
-    subset = resolve_class_subset(classes) if classes is not None and not isinstance(classes, ClassSubset) else classes
-    spec = base_spec(model)
-    training_set = read_training_set(data, classes=subset, class_map=class_map)
-    augmenter, augment_info = make_augmenter(augment, severities, seed)
-    dev = select_device(device)
-    on_device = augment_on_device(augmenter, augment_backend, dev)
-    if on_device:  # numpy (in the workers) is the default and stays unnamed, as in runs made before
-        augment_info["backend"] = "torch"
-    init_path = Path(init).expanduser().resolve() if init is not None else None
-    if init_path is not None and not init_path.is_file():
-        raise DataError(f"--init weights {init_path} do not exist.")
-    settings = {
-        "model": spec, "data": {**training_set.source, "fingerprint": training_set.fingerprint()},
-        "classes": list(training_set.classes), "subset": subset.spec if subset is not None else None,
-        "augment": augment_info, "epochs": int(epochs), "batch_size": int(batch_size), "lr": float(lr),
-        "momentum": float(momentum), "weight_decay": float(weight_decay), "schedule": schedule, "train": train,
-        "crop": crop, "wrap": wrap, "seed": int(seed),
-        "init": file_sha256(init_path) if init_path is not None else None,
-        # a loaded model may carry other weights than its spec's: they are part of the run's identity
-        "start": object_name(model.net).rpartition("@")[2] if isinstance(model, Classifier) else None,
-    }
-    settings = json.loads(json.dumps(settings))  # the stored (JSON) form, so comparisons are exact
+    with output_lock(out, FINETUNE_TOOL):  # one run per folder, as the dataset builders: a second one stops
+        subset = resolve_class_subset(classes) if classes is not None and not isinstance(classes, ClassSubset) else classes
+        spec = base_spec(model)
+        training_set = read_training_set(data, classes=subset, class_map=class_map)
+        augmenter, augment_info = make_augmenter(augment, severities, seed)
+        dev = select_device(device)
+        on_device = augment_on_device(augmenter, augment_backend, dev)
+        if on_device:  # numpy (in the workers) is the default and stays unnamed, as in runs made before
+            augment_info["backend"] = "torch"
+        init_path = Path(init).expanduser().resolve() if init is not None else None
+        if init_path is not None and not init_path.is_file():
+            raise DataError(f"--init weights {init_path} do not exist.")
+        settings = {
+            "model": spec, "data": {**training_set.source, "fingerprint": training_set.fingerprint()},
+            "classes": list(training_set.classes), "subset": subset.spec if subset is not None else None,
+            "augment": augment_info, "epochs": int(epochs), "batch_size": int(batch_size), "lr": float(lr),
+            "momentum": float(momentum), "weight_decay": float(weight_decay), "schedule": schedule, "train": train,
+            "crop": crop, "wrap": wrap, "seed": int(seed),
+            "init": file_sha256(init_path) if init_path is not None else None,
+            # a loaded model may carry other weights than its spec's: they are part of the run's identity
+            "start": object_name(model.net).rpartition("@")[2] if isinstance(model, Classifier) else None,
+        }
+        settings = json.loads(json.dumps(settings))  # the stored (JSON) form, so comparisons are exact
 
-    if (out / MANIFEST_NAME).is_file():
-        manifest = read_manifest(out)
-        diff = settings_diff(manifest.get("settings", {}), settings)
-        if diff:
-            raise InputError(f"{out} already holds a fine-tuned model made with other settings ({'; '.join(diff[:4])}). "
-                             "Choose another --out, or delete the folder to train again.")
-        say(f"{out} already holds this fine-tuned model")
-        return finetuned_spec(out, manifest["weights_sha256"])
-    checkpoint = load_checkpoint(out / CHECKPOINT_NAME)
-    if checkpoint is not None:
-        diff = settings_diff(checkpoint["settings"], settings)
-        if diff:
-            raise InputError(f"{out / CHECKPOINT_NAME} is a run with other settings ({'; '.join(diff[:4])}); rerun "
-                             "with those settings to resume it, or choose another --out.")
+        if (out / MANIFEST_NAME).is_file():
+            manifest = read_manifest(out)
+            diff = settings_diff(manifest.get("settings", {}), settings)
+            if diff:
+                raise InputError(f"{out} already holds a fine-tuned model made with other settings ({'; '.join(diff[:4])}). "
+                                 "Choose another --out, or delete the folder to train again.")
+            say(f"{out} already holds this fine-tuned model")
+            return finetuned_spec(out, manifest["weights_sha256"])
+        checkpoint = load_checkpoint(out / CHECKPOINT_NAME)
+        if checkpoint is not None:
+            diff = settings_diff(checkpoint["settings"], settings)
+            if diff:
+                raise InputError(f"{out / CHECKPOINT_NAME} is a run with other settings ({'; '.join(diff[:4])}); rerun "
+                                 "with those settings to resume it, or choose another --out.")
 
-    classifier = copy.deepcopy(model).cpu() if isinstance(model, Classifier) else load_model(spec, device="cpu")
-    if not isinstance(classifier, Classifier) or isinstance(classifier, WrappedClassifier):
-        raise ModelError(f"{spec} is not a plain classifier; finetune trains classifiers (pass wrap= for CLAHE).")
-    if not classifier.differentiable:
-        raise ModelError(f"{spec} is not differentiable (no gradients reach its weights); it cannot be fine-tuned.")
-    if init_path is not None:
-        load_state(classifier, init_path, what=f"--init weights {init_path}",
-                   fix=f"Give a state_dict saved from the network of {spec}.")
-    head = resize_head_for(classifier, training_set, subset is not None, seed)
-    trained = wrap_classifier(classifier, wrap) if wrap else classifier
-    trained.to(dev)
-    head_path = (head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]) if train == "head" else ""
-    parameters = set_trainable(classifier, head_path, train)
-    optimizer = torch.optim.SGD(parameters, lr=float(lr), momentum=float(momentum), weight_decay=float(weight_decay))
-    per_epoch = len(epoch_batches(len(training_set), batch_size, seed, 0))
-    total_steps = per_epoch * int(epochs)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(schedule, total_steps))
+        classifier = copy.deepcopy(model).cpu() if isinstance(model, Classifier) else load_model(spec, device="cpu")
+        if not isinstance(classifier, Classifier) or isinstance(classifier, WrappedClassifier):
+            raise ModelError(f"{spec} is not a plain classifier; finetune trains classifiers (pass wrap= for CLAHE).")
+        if not classifier.differentiable:
+            raise ModelError(f"{spec} is not differentiable (no gradients reach its weights); it cannot be fine-tuned.")
+        if init_path is not None:
+            load_state(classifier, init_path, what=f"--init weights {init_path}",
+                       fix=f"Give a state_dict saved from the network of {spec}.")
+        head = resize_head_for(classifier, training_set, subset is not None, seed)
+        trained = wrap_classifier(classifier, wrap) if wrap else classifier
+        trained.to(dev)
+        head_path = (head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]) if train == "head" else ""
+        parameters = set_trainable(classifier, head_path, train)
+        optimizer = torch.optim.SGD(parameters, lr=float(lr), momentum=float(momentum), weight_decay=float(weight_decay))
+        per_epoch = len(epoch_batches(len(training_set), batch_size, seed, 0))
+        total_steps = per_epoch * int(epochs)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(schedule, total_steps))
 
-    run = TrainingRun(trained, classifier, training_set, optimizer, scheduler, settings, out, dev, head)
-    if checkpoint is not None:
-        run.restore(checkpoint)
-        say(f"resuming {out}: epoch {run.step // per_epoch + 1}/{epochs}, step {run.step % per_epoch}/{per_epoch}")
-    images = TrainingImages(training_set.samples, trained.preprocessing, crop, seed)
-    workers = default_workers() if workers is None else int(workers)
-    if workers < 0:
-        raise InputError(f"workers must be 0 or more; got {workers}.")
-    run.train(images, augmenter, on_device=on_device, epochs=int(epochs), batch_size=int(batch_size),
-              seed=int(seed), workers=workers, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, progress=progress, log=say,
-              on_step=on_step)
-    spec_out = run.finish()
-    say(f"fine-tuned model written to {out}: {spec_out}")
-    return spec_out
+        run = TrainingRun(trained, classifier, training_set, optimizer, scheduler, settings, out, dev, head)
+        if checkpoint is not None:
+            run.restore(checkpoint)
+            say(f"resuming {out}: epoch {run.step // per_epoch + 1}/{epochs}, step {run.step % per_epoch}/{per_epoch}")
+        images = TrainingImages(training_set.samples, trained.preprocessing, crop, seed)
+        workers = default_workers() if workers is None else int(workers)
+        if workers < 0:
+            raise InputError(f"workers must be 0 or more; got {workers}.")
+        run.train(images, augmenter, on_device=on_device, epochs=int(epochs), batch_size=int(batch_size),
+                  seed=int(seed), workers=workers, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, progress=progress, log=say,
+                  on_step=on_step)
+        spec_out = run.finish()
+        say(f"fine-tuned model written to {out}: {spec_out}")
+        return spec_out
 
 
 def default_workers() -> int:
@@ -370,10 +369,7 @@ def load_checkpoint(path: Path) -> dict | None:
     """A checkpoint written by :class:`TrainingRun`, or None when there is none."""
     if not path.is_file():
         return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except UNREADABLE_CHECKPOINT as exc:
-        raise DataError(f"cannot read the checkpoint {path}: {exc}. Delete it to train from the start.") from exc
+    state = safe_load(path, what="fine-tuning checkpoint", fix="delete it to train from the start")
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise DataError(f"{path} is not a robustlab fine-tuning checkpoint; delete it or choose another --out.")
     return state

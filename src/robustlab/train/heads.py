@@ -7,7 +7,6 @@ VGG/AlexNet, ``heads.head`` of a torchvision ViT, ``head.fc`` of a timm ConvNeXt
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Mapping
 
 import torch
@@ -15,10 +14,6 @@ from torch import nn
 
 from ..errors import ModelError
 from ..seeding import derive_seed
-
-#: What ``torch.load`` raises for a damaged or foreign file.
-UNREADABLE_CHECKPOINT = (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError)
-
 
 def is_head_layer(module: nn.Module) -> bool:
     """A layer that can be a classification head: Linear, or Conv2d with a 1x1 kernel."""

@@ -43,11 +43,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import numpy as np
 
-from ..data.builds import BuildSummary, SourceFailure, TaskResult, check_resume, running, write_summary
-from ..data.folders import CocoAnnotations, discover_dataset, find_images
+from ..data.builds import (BuildSummary, SourceFailure, TaskResult, check_destination, check_resume, output_lock,
+                           running, write_summary)
+from ..data.folders import (CocoAnnotations, discover_dataset, find_images, is_robustlab_output, real_paths,
+                            skipped_subfolders)
 from ..data.images import check_image, encode_image, read_image
 from ..data.jobs import default_workers, run_jobs
 from ..errors import DataError, InputError, RobustlabError
@@ -112,31 +115,38 @@ class StylizeDataset:
         return self.root.joinpath(*PurePosixPath(relative).parts)
 
 
-def _files_under(root: Path, folder: Path) -> list[PurePosixPath]:
+def _files_under(root: Path, folder: Path, exclude: frozenset[str] = frozenset()) -> list[PurePosixPath]:
     out = []
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        skipped = skipped_subfolders(dirpath, dirnames, filenames, exclude)  # outputs (this run's too), stores
+        dirnames[:] = [d for d in dirnames if d not in skipped]
         for name in filenames:
             if not name.startswith("."):
                 out.append(PurePosixPath(Path(dirpath, name).relative_to(root).as_posix()))
     return sorted(out)
 
 
-def _find_dirs(root: Path, name: str, depth: int = 2) -> list[Path]:
+def _find_dirs(root: Path, name: str, depth: int = 2, exclude: frozenset[str] = frozenset()) -> list[Path]:
     found, frontier = [], [root]
     for _ in range(depth + 1):
         nxt = []
         for d in frontier:
-            for entry in sorted(os.scandir(d), key=lambda e: e.name):
-                if entry.is_dir() and not entry.name.startswith("."):
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            subfolders = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            skipped = skipped_subfolders(d, subfolders, [e.name for e in entries if e.is_file()], exclude)
+            for entry in entries:
+                if entry.name in subfolders and entry.name not in skipped:
                     (found if entry.name == name else nxt).append(Path(entry.path))
         frontier = nxt
     return found
 
 
-def discover_stylize_dataset(src: str | os.PathLike, coco_annotations: list[str | os.PathLike] | None = None
-                             ) -> StylizeDataset:
+def discover_stylize_dataset(src: str | os.PathLike, coco_annotations: list[str | os.PathLike] | None = None,
+                             *, exclude: Iterable[str | os.PathLike] = ()) -> StylizeDataset:
     """Find the content images of ``src`` and the files to copy beside them (module docstring).
+
+    robustlab's output trees inside ``src`` (a stylized copy among them: ``robustlab-stylize.json``
+    marks it) and the folders in ``exclude`` (the running command's output folder) are left out.
 
     Raises
     ------
@@ -146,8 +156,9 @@ def discover_stylize_dataset(src: str | os.PathLike, coco_annotations: list[str 
     root = Path(src)
     if not root.is_dir():
         raise DataError(f"dataset folder {root} does not exist or is not a folder; check the path.")
+    excluded = real_paths(exclude)
     if coco_annotations or list(root.glob("annotations/instances_*.json")):
-        found = discover_dataset(root, coco_annotations)
+        found = discover_dataset(root, coco_annotations, exclude=exclude)
         if found.layout == "coco":
             copies = []
             for ann in found.coco:
@@ -157,24 +168,25 @@ def discover_stylize_dataset(src: str | os.PathLike, coco_annotations: list[str 
                     raise InputError(f"COCO annotation file {ann.path} lies outside {root}; put it under "
                                      f"{root}/annotations/ so that the stylized copy keeps the layout.") from None
             return StylizeDataset(root, "coco", found.images, tuple(copies), found.coco, found.missing)
-    voc = _find_dirs(root, "JPEGImages")
+    voc = _find_dirs(root, "JPEGImages", exclude=excluded)
     if voc:
         images, copies = [], []
         for jpeg_dir in voc:
-            images += [p for p in _files_under(root, jpeg_dir) if p.suffix.lower() in (".jpg", ".jpeg", ".png")]
+            images += [p for p in _files_under(root, jpeg_dir, excluded) if p.suffix.lower() in (".jpg", ".jpeg", ".png")]
             for sibling in sorted(p for p in jpeg_dir.parent.iterdir() if p.is_dir() and p != jpeg_dir):
-                copies += _files_under(root, sibling)
+                if os.path.realpath(sibling) not in excluded and not is_robustlab_output(sibling):
+                    copies += _files_under(root, sibling, excluded)
         return StylizeDataset(root, "voc", tuple(sorted(images)), tuple(copies))
-    city = _find_dirs(root, "leftImg8bit", depth=1)
+    city = _find_dirs(root, "leftImg8bit", depth=1, exclude=excluded)
     if city:
         images, copies = [], []
         for left in city:
-            images += [p for p in _files_under(root, left) if p.suffix.lower() == ".png"]
+            images += [p for p in _files_under(root, left, excluded) if p.suffix.lower() == ".png"]
             for name in ANNOTATION_FOLDERS["cityscapes"]:
                 if (left.parent / name).is_dir():
-                    copies += _files_under(root, left.parent / name)
+                    copies += _files_under(root, left.parent / name, excluded)
         return StylizeDataset(root, "cityscapes", tuple(sorted(images)), tuple(copies))
-    found = discover_dataset(root, autodetect_coco=False)
+    found = discover_dataset(root, autodetect_coco=False, exclude=exclude)
     return StylizeDataset(root, found.layout, found.images)
 
 
@@ -384,7 +396,8 @@ def stylize_dataset(src: str | os.PathLike, styles: str | os.PathLike, dst: str 
     from ..models.protocol import select_device
     from .adain import resolve_adain_weights
 
-    dataset = discover_stylize_dataset(src, coco_annotations)
+    check_destination(dst, StylizeSummary.tool, SUMMARY_NAME, source=src)
+    dataset = discover_stylize_dataset(src, coco_annotations, exclude=[dst])
     if content_size and dataset.layout in ("coco", "voc", "cityscapes"):
         raise InputError(f"content_size would change the image sizes of a {dataset.layout} dataset and invalidate "
                          "its annotations; leave it at 0 (the papers kept the sizes).")
@@ -402,6 +415,15 @@ def stylize_dataset(src: str | os.PathLike, styles: str | os.PathLike, dst: str 
         raise InputError(f"workers must be at least 1; got {workers}.")
     _model(weights, str(dev))  # fail early when the weights do not fit the networks
     dst = ensure_dir(dst)
+    with output_lock(dst, StylizeSummary.tool):
+        return _stylize_locked(dataset, dst, settings, weights, style_folder, style_files, dev, workers, combined,
+                               progress, on_start)
+
+
+def _stylize_locked(dataset: StylizeDataset, dst: Path, settings: StylizeSettings, weights: AdainWeights,
+                    style_folder: Path, style_files: tuple[PurePosixPath, ...], dev: Any, workers: int,
+                    combined: bool, progress: Callable[[int], None] | None,
+                    on_start: Callable[[StylizeSummary, int], None] | None) -> StylizeSummary:
     check_resume(dst, SUMMARY_NAME, settings, RESUME_KEYS, what="stylized images")
 
     n_images = len(dataset.images) + len(dataset.missing)

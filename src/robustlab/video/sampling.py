@@ -31,9 +31,10 @@ from pathlib import Path
 import av
 import numpy as np
 
+from ..data.builds import check_destination
 from ..data.images import write_image
 from ..errors import DataError, InputError
-from ..fsutil import atomic_write_text, ensure_dir
+from ..fsutil import atomic_write_text, ensure_dir, require_regular_file
 from ..seeding import as_generator, derive_seed
 from ._io import write_json
 
@@ -53,8 +54,8 @@ def find_videos(videos_dir: str | os.PathLike,
     if not root.is_dir():
         raise DataError(f"videos folder {root} does not exist or is not a folder.")
     exts = None if extensions is None else {e.lower() for e in extensions}
-    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")
-                  and (exts is None or p.suffix.lower() in exts))
+    return sorted(p for p in root.rglob("*") if not p.is_dir() and not p.name.startswith(".")
+                  and (exts is None or p.suffix.lower() in exts))  # special files too: reported, not read
 
 
 def video_ids(paths: Sequence[Path], videos_dir: Path) -> dict[Path, str]:
@@ -115,6 +116,7 @@ def decode_anchor_window(path: str | os.PathLike, k: int, rng: np.random.Generat
     """
     p = Path(path)
     size = 2 * k + 1
+    require_regular_file(p, "video file")  # a FIFO would block the decoder forever
     try:
         with av.open(str(p)) as container:
             if not container.streams.video:
@@ -278,6 +280,7 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
     if image_format not in IMAGE_FORMATS:
         raise InputError(f"image format {image_format!r} is unknown; use 'jpg' or 'png'.")
     checked_labels = check_labels(labels, class_names)  # before anything is written
+    check_destination(out_dir, "robustlab video sample", MANIFEST)  # never into another command's output
     videos_root = Path(videos_dir)
     paths = find_videos(videos_root, extensions)
     if not paths:
