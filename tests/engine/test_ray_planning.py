@@ -174,3 +174,18 @@ def test_ray_options_with_the_local_executor_are_refused(labelled_root, tmp_path
     for option in ({"actors": 2}, {"stall_timeout": 10}):
         with pytest.raises(InputError, match="option of the ray executor; add --executor ray"):
             evaluate("python:x.py:f", "corrupted", labelled_root, store=tmp_path, **option)
+
+
+# --- connecting ----------------------------------------------------------------------------------
+
+
+def test_only_a_client_proxy_that_failed_to_start_is_asked_again():
+    """Ray Client's proxy on a loaded head let the server it starts per client die ("Initialization
+    failure from server ... ZombieProcess"): the driver now asks again; every other failure is final."""
+    from robustlab.engine.ray_connect import client_start_failed
+
+    failure = ConnectionError("Initialization failure from server: Traceback ... psutil.ZombieProcess")
+    assert client_start_failed(parse_address("ray://127.0.0.1:10001"), failure)
+    assert not client_start_failed(parse_address("127.0.0.1:6379"), failure)  # not Ray Client
+    assert not client_start_failed(None, failure)  # a local Ray
+    assert not client_start_failed(parse_address("ray://127.0.0.1:10001"), ConnectionError("token mismatch"))

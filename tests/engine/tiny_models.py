@@ -60,12 +60,16 @@ def make_channel1000() -> ChannelModel:
 
 
 class SlowChannelModel(ChannelModel):
-    """ChannelModel that sleeps per batch, so a test can kill a run mid-way."""
+    """ChannelModel that sleeps ``delay`` seconds per batch, so a test can kill a run mid-way."""
+
+    def __init__(self, num_classes: int, delay: float = 0.2):
+        super().__init__(num_classes)
+        self.delay = delay
 
     def forward(self, x):
         import time
 
-        time.sleep(0.2)
+        time.sleep(self.delay)
         return super().forward(x)
 
 
@@ -81,3 +85,8 @@ def make_slow_channel10() -> nn.Module:
 def make_slow_channel3() -> nn.Module:
     """For 3-class sets (the engine tests' labelled folders)."""
     return SlowChannelModel(3)
+
+
+def make_slower_channel3() -> nn.Module:
+    """For runs that must outlast a node's death being noticed (the GCS takes 3-4 s on the test cluster)."""
+    return SlowChannelModel(3, delay=0.6)

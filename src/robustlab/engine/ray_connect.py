@@ -247,6 +247,13 @@ def _call(grpc, channel, method: str, metadata: list, timeout: float):
     return None, ""
 
 
+def client_start_failed(where: RayAddress | None, exc: BaseException) -> bool:
+    """True when a Ray Client connection failed because the head's client proxy could not start the
+    server it runs for each client (it died while starting, on a loaded head): a transient failure,
+    worth asking again; any other failure is the user's to fix."""
+    return bool(where is not None and where.client and "Initialization failure from server" in str(exc))
+
+
 def init_options(address: RayAddress | None) -> dict:
     """Keyword arguments of ``ray.init`` for this address (Ray Client accepts fewer)."""
     options = {"ignore_reinit_error": True, "log_to_driver": False}

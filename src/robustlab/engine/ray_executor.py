@@ -62,7 +62,7 @@ from .ray_cluster import (
     plan_actors,
     snapshot,
 )
-from .ray_connect import CONNECT_TIMEOUT, RayAddress, init_options, probe_address
+from .ray_connect import CONNECT_TIMEOUT, RayAddress, client_start_failed, init_options, probe_address
 from .watchdog import STALL_TIMEOUT, Watchdog, check_stall_timeout
 from .work import UnitStream, load_batch, predict_batch, raise_batch_error, raise_recorded
 
@@ -72,6 +72,8 @@ INFLIGHT_PER_SLOT = 2
 RESUBMITS = 3
 #: Seconds to wait for other runs' actors to go before refusing a plan they keep from fitting.
 PLAN_PATIENCE = 15.0
+#: Times a Ray Client connection is tried when the head's proxy fails to start the client's server.
+CLIENT_TRIES = 3
 #: Seconds between two looks at the cluster's nodes (to report a lost one).
 NODE_CHECK_EVERY = 5.0
 
@@ -177,13 +179,18 @@ class RayExecutor(Executor):
         ray = self.ray
         if ray.is_initialized():
             return False
-        try:
-            # "local" starts a new Ray even when a stale /tmp/ray/ray_current_cluster names another
-            ray.init(address=self.address or "local", **init_options(self.where))
-        except (ConnectionError, RuntimeError, TimeoutError, ValueError) as exc:
-            raise InputError(f"cannot start or join Ray ({'at ' + self.address if self.address else 'locally'}): "
-                             f"{exc}") from None
-        return True
+        for attempt in range(CLIENT_TRIES):
+            try:
+                # "local" starts a new Ray even when a stale /tmp/ray/ray_current_cluster names another
+                ray.init(address=self.address or "local", **init_options(self.where))
+                return True
+            except (ConnectionError, RuntimeError, TimeoutError, ValueError) as exc:
+                if attempt + 1 < CLIENT_TRIES and client_start_failed(self.where, exc):
+                    time.sleep(2.0 * (attempt + 1))  # the proxy could not start this client's server: ask again
+                    continue
+                raise InputError(f"cannot start or join Ray ({'at ' + self.address if self.address else 'locally'}): "
+                                 f"{exc}") from None
+        raise AssertionError("unreachable")
 
     def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
             batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating") -> ExecutionStats:
