@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.clock == "cpu":
         torch.set_num_threads(1)  # CPU time then measures the work, not the threads' spinning
     CLOCK.update(now=cpu_now if args.clock == "cpu" else time.perf_counter, name=args.clock)
-    from robustlab.corruptions.dataset import parse_severities
+    from robustlab.corruptions import parse_severities
     from robustlab.engine.executor import default_workers
 
     width, height = (int(v) for v in args.size.lower().split("x"))

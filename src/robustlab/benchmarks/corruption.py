@@ -16,17 +16,15 @@ from typing import Any
 import numpy as np
 
 from ..corruptions import resolve_corruptions
-from ..corruptions.dataset import parse_severities
+from ..corruptions.checks import parse_severities
 from ..corruptions.api import MIN_SIZE
+from ..corruptions.released import imagenet_c_folder, imagenet_c_settings, read_cifar_c
+from ..corruptions.views import corrupt_on_the_fly
 from ..data.classification import (
     PreparedSamples,
     SampleView,
     SizeCheckedSamples,
     class_folders,
-    corrupt_on_the_fly,
-    imagenet_c_folder,
-    imagenet_c_settings,
-    read_cifar_c,
     read_image_folder,
     resolve_class_map,
 )

@@ -15,10 +15,11 @@ import numpy as np
 
 from ..corruptions.cbar.released import CBarLayout, discover_cbar
 from ..corruptions.cbar.tables import SETS, severity_folder
-from ..corruptions.dataset import parse_severities
+from ..corruptions.checks import parse_severities
 from ..corruptions.registry import resolve_corruptions
-from ..data.classification import (PreparedSamples, class_folders, corrupt_on_the_fly, read_cifar_c,
-                                   read_image_folder, resolve_class_map)
+from ..corruptions.released import read_cifar_c
+from ..corruptions.views import corrupt_on_the_fly
+from ..data.classification import PreparedSamples, class_folders, read_image_folder, resolve_class_map
 from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
 from ..engine.classification import error_rows, setting_counts
 from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown

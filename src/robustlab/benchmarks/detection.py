@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ..corruptions.dataset import parse_severities
+from ..corruptions.checks import parse_severities
 from ..data.detection import DetectionDataset, read_cityscapes, read_coco, read_imagenet_vid, read_voc
 from ..errors import DataError, InputError
 from ..metrics.corruption import BENCHMARK_CORRUPTIONS

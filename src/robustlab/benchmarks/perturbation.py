@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..data.classification import ImageFolderSamples, SampleView, read_image_folder, resolve_class_map
+from ..data.classification import ArraySamples, ImageFolderSamples, SampleView, read_image_folder, resolve_class_map
 from ..data.fingerprint import files_fingerprint
 from ..safeload import load_npy
 from ..errors import DataError, InputError
@@ -156,36 +156,9 @@ class SequenceFolderSamples:
 
 
 @functools.lru_cache(maxsize=32)
-def _open_cifar_p(path: str, frames: int | None, stride: int) -> np.ndarray:
+def open_cifar_p(path: str, frames: int | None, stride: int) -> np.ndarray:
+    """A CIFAR-10-P array (N, T, H, W, 3), checked and memory-mapped, opened once per process."""
     return read_cifar_p(path, expected_frames=frames, stride=stride)
-
-
-@dataclass(frozen=True, eq=False)
-class CifarPSamples:
-    """Rows ``start..stop`` of a CIFAR-10-P array (N, T, H, W, 3), memory-mapped."""
-
-    path: Path
-    start: int
-    stop: int
-    labels: np.ndarray
-    frames: int | None
-    stride: int
-
-    def __len__(self) -> int:
-        return self.stop - self.start
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(str(i) for i in range(self.start, self.stop))
-
-    def id(self, i: int) -> str:
-        return str(self.start + i)
-
-    def read(self, i: int) -> np.ndarray:
-        return np.ascontiguousarray(_open_cifar_p(str(self.path), self.frames, self.stride)[self.start + i])
-
-    def fingerprint(self, mode: str = "stat") -> str:
-        return files_fingerprint([(self.path.name, self.path)], mode, extra=(self.start, self.stop, self.labels.tolist()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -755,7 +728,8 @@ class ImageNetP(_SequenceBenchmark):
                 labels = labels[start:stop]
             else:
                 labels = np.full(stop - start, -1, np.int64)
-            return CifarPSamples(Path(config["data"], f"{folder}.npy"), start, stop, labels, frames, stride)
+            return ArraySamples(Path(config["data"], f"{folder}.npy"), start, stop, labels,
+                                opener=functools.partial(open_cifar_p, frames=frames, stride=stride))
         files, classes, _ = self._list(config, folder)
         names = sorted({c for c in classes if c is not None})
         index, class_names = resolve_class_map(names, config["class_map"]) if names else ({}, ())

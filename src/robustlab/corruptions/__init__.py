@@ -8,7 +8,8 @@ is imported (and registers its kernels) when one of its corruptions is first loo
 naming and listing corruptions stays fast.
 """
 
-from .api import MIN_SIZE, check_severity, corrupt, corrupt_batch
+from .api import MIN_SIZE, check_severity, corrupt, corrupt_batch, corrupt_item, item_seed
+from .checks import parse_severities
 from .registry import (
     CANONICAL_ORDER,
     CORRUPTIONS,
@@ -24,6 +25,7 @@ from .transforms import PAPER_NOISE_AUGMENTATION, RandomCorruption
 __all__ = [
     "CANONICAL_ORDER", "CORRUPTIONS", "GROUPS", "MIN_SIZE", "PAPER_NOISE_AUGMENTATION", "PROFILES", "Corruption",
     "RandomCorruption",
-    "check_severity", "corrupt", "corrupt_batch", "get_corruption", "list_corruptions",
+    "check_severity", "corrupt", "corrupt_batch", "corrupt_item", "get_corruption", "item_seed", "list_corruptions",
+    "parse_severities",
     "resolve_corruptions",
 ]

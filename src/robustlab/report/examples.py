@@ -45,7 +45,8 @@ def corruption_examples(result) -> F.Figure | None:
     rows: list[list[np.ndarray]] = []
     try:
         if result.benchmark == "corrupted":
-            from ..data.classification import corrupt_on_the_fly, read_image_folder
+            from ..corruptions.views import corrupt_on_the_fly
+            from ..data.classification import read_image_folder
 
             base = read_image_folder(root, cfg.get("class_map", "auto"), limit=cfg.get("limit")).subset(0, 1)
             if len(base) == 0:
