@@ -112,14 +112,16 @@ def corrupt_command(
 @app.command("list")
 def list_command(
     what: str = typer.Argument("corruptions", help="corruptions or profiles."),
-    subset: str = typer.Option("all", "--subset", help="Corruption subset: all, benchmark, holdout, a group, "
-                               "c-bar, imagenet-c-bar or cifar10-c-bar."),
+    subset: str = typer.Option("registered", "--subset", help="Corruption subset: registered (every one), all "
+                               "(ImageNet-C's 19), benchmark, holdout, a group, c-bar, imagenet-c-bar or "
+                               "cifar10-c-bar."),
 ) -> None:
     """List the registered corruptions (name, group, set, torch backend parity) or the parameter profiles."""
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from .corruptions import PROFILES, get_corruption, list_corruptions
+    from .corruptions.registry import IMAGENET_C
     from .errors import unknown_name
 
     if what == "profiles":
@@ -127,17 +129,17 @@ def list_command(
         return
     if what != "corruptions":
         raise unknown_name("list", what, ["corruptions", "profiles"])
-    from .corruptions.cbar import sets_of
     from .corruptions.torch.parity import load_parity, parity_status  # no torch import
 
     parity = load_parity()
-    table = Table("name", "group", "set", "faithful seeding", "torch parity")
-    for name in list_corruptions(subset):
+    names = list_corruptions(subset)
+    table = Table(Column("name", no_wrap=True, min_width=max(map(len, names))), "group", "set", "faithful seeding",
+                  "torch parity")
+    for name in names:
         c = get_corruption(name)
-        cbar = c.group == "c-bar"
-        kind = ", ".join(sets_of(name)) if cbar else ("benchmark" if c.benchmark else "held-out")
+        kind = ("benchmark" if c.benchmark else "held-out") if IMAGENET_C in c.sets else ", ".join(c.sets) or "–"
         table.add_row(name, c.group, kind, "yes" if c.seedable else "no",
-                      "no torch kernel (numpy only)" if cbar else parity_status(name, parity))
+                      parity_status(name, parity) if c.has_torch_kernel else "no torch kernel (numpy only)")
     Console().print(table)
 
 

@@ -72,6 +72,17 @@ class Registry(Generic[T]):
         self._lazy.pop(name, None)
         return item
 
+    def remove(self, name: str) -> T:
+        """Unregister ``name`` and return its item (e.g. a test's throwaway plugin)."""
+        self.load_plugins()
+        if name in self._lazy and name not in self._items:
+            importlib.import_module(self._lazy[name])
+        self._lazy.pop(name, None)
+        try:
+            return self._items.pop(name)
+        except KeyError:
+            raise unknown_name(self.kind, name, self.names()) from None
+
     def add_lazy(self, name: str, module: str) -> None:
         """Name an item whose module registers it when first looked up (``module`` is imported
         then), so listing names never imports what they name."""

@@ -55,7 +55,7 @@ def test_registry_group_and_sets():
     shared = set(IMAGENET_C_BAR) & set(CIFAR10_C_BAR)
     assert shared == {"blue_noise_sample", "brownish_noise", "checkerboard_cutout", "inverse_sparkles", "sparkles"}
     # ImageNet-C's subsets are untouched
-    assert len(list_corruptions("all")) == 19 and not set(CBAR_ORDER) & set(list_corruptions("all"))
+    assert not set(CBAR_ORDER) & set(list_corruptions("all"))
     assert resolve_corruptions("ripple,fog,sparkles") == ["fog", "sparkles", "ripple"]
     assert resolve_corruptions("cifar10-c-bar") == [n for n in CBAR_ORDER if n in CIFAR10_C_BAR]
     c = get_corruption("ripple")

@@ -46,12 +46,11 @@ from ..seeding import derive_seed
 from .api import MIN_SIZE, generate
 from .io import (MP4_PRESET, check_format, encoder_versions, perturbation_folder, remove_stale_temporaries,
                  sequence_name, sequence_path, write_sequence)
-from .registry import SETTINGS, get_perturbation, list_perturbations
+from .registry import SETTINGS, SUBSETS, get_perturbation, list_perturbations
 
 SUMMARY_NAME = "robustlab-perturb.json"
 #: Settings that must match to resume into an existing DST (they change the sequences).
 RESUME_KEYS = ("seed", "setting", "difficulty", "format", "preset")
-_SUBSETS = ("test", "validation", "all", "noise", "temporal")
 
 ProgressCallback = Callable[[int], None]
 
@@ -64,12 +63,12 @@ def resolve_perturbations(spec: str | Iterable[str] = "test") -> tuple[str, ...]
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s and str(s).strip()]
     chosen: set[str] = set()
     for item in items:
-        if item in _SUBSETS or item == "holdout":
+        if item in SUBSETS:
             chosen.update(list_perturbations(item))
         elif item in list_perturbations("all"):
             chosen.add(item)
         else:
-            raise unknown_name("perturbation", item, [*list_perturbations("all"), *_SUBSETS])
+            raise unknown_name("perturbation", item, [*list_perturbations("all"), *SUBSETS])
     if not chosen:
         raise InputError("no perturbation selected: give names or a subset (test, validation, all).")
     return tuple(p for p in list_perturbations("all") if p in chosen)

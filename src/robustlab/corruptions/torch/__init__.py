@@ -21,13 +21,13 @@ from .parity import PARITY_FILE, load_parity, parity_status
 #: Public names loaded on first access, from the modules that need torch.
 _LAZY = {
     "EXPECTED": "batch", "check_tensor": "batch", "corrupt_tensor": "batch", "image_severities": "batch",
-    "TORCH_KERNELS": "registry", "TorchKernel": "registry", "get_torch_kernel": "registry",
+    "TorchKernel": "registry", "get_torch_kernel": "registry", "torch_kernel_names": "registry",
     "TorchvisionRandomCorruption": "augment",
 }
 
 __all__ = [
-    "EXPECTED", "PARITY_FILE", "TORCH_KERNELS", "TorchKernel", "TorchvisionRandomCorruption", "check_tensor",
-    "corrupt_tensor", "get_torch_kernel", "image_severities", "load_parity", "parity_status",
+    "EXPECTED", "PARITY_FILE", "TorchKernel", "TorchvisionRandomCorruption", "check_tensor",
+    "corrupt_tensor", "get_torch_kernel", "image_severities", "load_parity", "parity_status", "torch_kernel_names",
 ]
 
 

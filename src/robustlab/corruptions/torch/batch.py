@@ -10,7 +10,6 @@ from ...errors import InputError
 from ..items import item_seed
 from ..checks import MIN_SIZE, check_severity
 from ..registry import check_profile, get_corruption
-from . import blur, digital, noise, weather  # noqa: F401  (registers the torch kernels)
 from .draws import image_generators
 from .ops import LEVEL_TOLERANCE
 from .registry import get_torch_kernel
