@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..attacks import ATTACKS, NORMS, PAPER_EPS_GRID, check_eps_grid, epsilon_sweep
+from ..attacks import NORMS, PAPER_EPS_GRID, check_eps_grid, epsilon_sweep, get_attack
 from ..data.arrays import ArrayDatasetSamples
 from ..errors import InputError, ModelError, unknown_name
 from ..metrics.adversarial import normalised_curve, relative_change, robustness_auc
@@ -107,8 +107,7 @@ class AdversarialAUC(Benchmark):
             raise InputError("adversarial-auc takes attack strengths, not corruptions or severities: give "
                              "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s.")
         reject_unknown(self.name, {**other, "save_logits": save_logits})
-        if attack not in ATTACKS:
-            raise unknown_name("attack", attack, ATTACKS)
+        takes = get_attack(attack).settings
         if norm not in NORMS:
             raise unknown_name("norm", norm, NORMS)
         grid = parse_eps(eps, norm)
@@ -123,15 +122,15 @@ class AdversarialAUC(Benchmark):
         config = {
             "data": data if named else str(Path(data).expanduser().resolve()), "named": named, "split": split,
             "data_root": str(data_root), "eps": grid, "attack": attack, "norm": norm,
-            "steps": check_positive("steps", steps) if attack == "pgd" else None,
-            "rel_step_size": float(rel_step_size) if attack == "pgd" else None,
-            "random_start": bool(random_start) if attack == "pgd" else None, "seed": int(seed),
+            "steps": check_positive("steps", steps) if "steps" in takes else None,
+            "rel_step_size": float(rel_step_size) if "rel_step_size" in takes else None,
+            "random_start": bool(random_start) if "random_start" in takes else None, "seed": int(seed),
             "eps0": float(eps0) if eps0 is not None else grid[0], "eps1": float(eps1) if eps1 is not None else grid[-1],
             "class_map": None if named else class_map_config(class_map),
             "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
         }
         if nested not in (False, None, "false", "False", "0", 0):
-            if attack != "pgd":
+            if "nested" not in takes:
                 raise InputError("nested applies to PGD only (-o attack=pgd -o nested=true).")
             config["nested"] = True  # only when set: runs made before the option keep their identity
         config["num_classes"] = len(self._base(config).classes)
@@ -167,9 +166,8 @@ class AdversarialAUC(Benchmark):
         device = model_device(model)
         x, labels = batch.stacked_inputs(device), batch.label_tensor(device)
         seed = derive_seed(config["seed"], tuple(labels.tolist()))  # per batch, reproducible on resume
-        kwargs = {"steps": config["steps"], "rel_step_size": config["rel_step_size"],
-                  "random_start": config["random_start"], "nested": bool(config.get("nested"))
-                  } if config["attack"] == "pgd" else {}
+        takes = get_attack(config["attack"]).settings
+        kwargs = {k: bool(config.get(k)) if k == "nested" else config[k] for k in takes if k != "seed"}
         import warnings
 
         from ..attacks import GradientMaskingWarning
