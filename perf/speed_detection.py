@@ -152,7 +152,7 @@ def run_robustlab(model, root: Path, corruptions, severities, workers: int, batc
                       workers=workers, batch_size=batch, device="cpu", progress=False)
     e2e = now() - t0
     bench = get_benchmark("coco-c")
-    config = bench.configure(str(root), corruptions=corruptions, severities=severities)
+    config = bench.config_for(str(root), corruptions=corruptions, severities=severities)
     units = bench.plan(config)
     # stage costs, each alone in this process (kernels already compiled by the run above)
     t_corrupt = 0.0

@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 
 from . import __version__
+from .cli_options import EvaluateCommand
 from .errors import RobustlabError, one_line_message
 
 #: Exit codes of every command (docs/errors.md): success; bad data or input (any robustlab
@@ -357,43 +358,20 @@ def export_detection_command(
 # --- evaluation engine (issue 4): evaluate, runs, show ------------------------------------
 
 
-@app.command("evaluate")
+@app.command("evaluate", cls=EvaluateCommand,
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 def evaluate_command(
+    ctx: typer.Context,
     model: str = typer.Option(..., "--model", "-m", help="torchvision:NAME[:WEIGHTS|:none], timm:NAME[:none], "
                               "onnx:PATH or python:MODULE_OR_FILE.py:CALLABLE."),
-    benchmark: str = typer.Option(..., "--benchmark", "-b", help="imagenet-c, corrupted, imagenet-p, imagenet-vid-robust, "
-                                 "adversarial-auc, coco-c, ... (a wrong name lists them all)."),
-    data: Path = typer.Option(..., "--data", "-d", help="Dataset root (ImageNet-C / CIFAR-10-C folder, or an "
-                              "image folder with class subfolders for `corrupted`)."),
-    corruptions: Optional[str] = typer.Option(None, "--corruptions", "-c", help="Names or subsets, comma-separated "
-                                              "(default: the 15 benchmark corruptions)."),
-    severities: Optional[str] = typer.Option(None, "--severities", "-s", help="e.g. 1-5 (default) or 1,3."),
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help="A registered benchmark (imagenet-c, corrupted, "
+                                  "imagenet-p, adversarial-auc, coco-c, ...; a wrong name lists them all). With -b "
+                                  "NAME, --help lists that benchmark's options."),
+    data: Path = typer.Option(..., "--data", "-d", help="Dataset root (its layout depends on the benchmark)."),
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL "
                                         "(default ./.robustlab/)."),
     batch_size: int = typer.Option(64, "--batch-size", help="Images per inference batch."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Decoding/corruption processes "
-                                          "(default: CPUs - 1; 0 = none)."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:N."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N samples of each setting."),
-    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c, imagenet-c-bar, natural shifts: "
-                                              "clean ImageNet val folder (clean error, relative mCE, the original "
-                                              "accuracy of effective robustness)."),
-    clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c, imagenet-c-bar, natural shifts: a "
-                                            "stored run with clean units."),
-    baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
-                                               "imagenet-p: a stored run of a baseline model on the same data "
-                                               "(normalises CE / FR / T5D); 'self' for this run."),
-    on_the_fly: bool = typer.Option(False, "--on-the-fly", help="imagenet-c, imagenet-c-bar: --data is the clean "
-                                    "ImageNet val folder; corrupt in memory (resize 256, crop 224, corrupt), write "
-                                    "no images."),
-    corruption_backend: Optional[str] = typer.Option(None, "--corruption-backend", help="imagenet-c --on-the-fly: "
-                                                     "numpy (in the loading workers) or torch (on the model's "
-                                                     "device) \\[default: torch on a GPU, else numpy]."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="corrupted, imagenet-c --on-the-fly: base seed of the "
-                                       "per-image seeds (0)."),
-    profile: Optional[str] = typer.Option(None, "--profile", help="corrupted: corruption parameter profile."),
-    class_map: Optional[str] = typer.Option(None, "--class-map", help="auto, imagenet, sorted or a JSON file."),
-    save_logits: bool = typer.Option(False, "--save-logits", help="Also store full logits per sample."),
     resize: Optional[int] = typer.Option(None, "--resize", help="Override the model's resize (shorter side, px)."),
     crop: Optional[int] = typer.Option(None, "--crop", help="Override the model's centre crop (px)."),
     interpolation: Optional[str] = typer.Option(None, "--interpolation", help="nearest, bilinear or bicubic."),
@@ -402,18 +380,10 @@ def evaluate_command(
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="Classes the model outputs."),
     wrap: Optional[str] = typer.Option(None, "--wrap", help="Preprocessing wrappers, comma-separated, first applied "
                                        "first: clahe, ten-crop, multi-scale (e.g. clahe,ten-crop)."),
-    option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="Benchmark option KEY=VALUE "
-                                               "(repeatable), e.g. shard_size=1000."),
-    executor: str = typer.Option("local", "--executor", "-e", help="local (worker processes on this machine) or "
-                                 "ray (a Ray cluster: RAY_ADDRESS or --ray-address, else a local Ray)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray: "
-                                              "the head's host:port, or ray://host:10001 (default $RAY_ADDRESS)."),
-    actors: Optional[str] = typer.Option(None, "--actors", help="--executor ray: inference actors, N or auto (one per "
-                                         "GPU, else one per node with 2+ CPUs); batches are spread over them "
-                                         "\\[default: auto]."),
-    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="--executor ray: seconds without a "
-                                                  "finished batch before the run fails (finished units stay stored); "
-                                                  "stalls are reported after 15 s \\[default: 300]."),
+    option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="A benchmark or executor option as "
+                                               "KEY=VALUE (repeatable), e.g. shard_size=1000."),
+    executor: str = typer.Option("local", "--executor", "-e", help="A registered executor: local (worker processes "
+                                 "on this machine) or ray (a Ray cluster). With -e NAME, --help lists its options."),
     tag: Optional[str] = typer.Option(None, "--tag", help="A name added to the run's identity (e.g. to evaluate "
                                       "changed data as a new run)."),
     fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
@@ -424,26 +394,25 @@ def evaluate_command(
     progress: ProgressMode = typer.Option(ProgressMode.auto, "--progress", help=PROGRESS_HELP),
     no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Same as --progress none."),
 ) -> None:
-    """Evaluate a model on a benchmark; results are stored per unit, so rerunning resumes."""
+    """Evaluate a model on a benchmark; results are stored per unit, so rerunning resumes.
+
+    The benchmark's options (and the executor's) are added by -b NAME (and -e NAME): see
+    `robustlab evaluate -b NAME --help`."""
     import json
 
+    from .cli_options import META_KEY, evaluate_schemas, extra_options, key_values
     from .engine import evaluate
-    from .engine.options import parse_actors, parse_key_values, preprocessing_from_args
+    from .engine.options import preprocessing_from_args
 
-    extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
-             "class_map": class_map, "baseline_run": baseline_run, "on_the_fly": on_the_fly or None,
-             "corruption_backend": corruption_backend}
-    extra = {k: v for k, v in extra.items() if v is not None}
+    schemas = [schema for schema, _, _ in evaluate_schemas(benchmark, executor)]
+    options = {**extra_options(ctx.args), **ctx.meta.get(META_KEY, {}), **key_values(option, schemas)}
     with _stdout_for_json(as_json) as out:  # under --json, stdout carries the document and nothing else
         try:
-            result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
-                              batch_size=batch_size, workers=workers, device=device, limit=limit,
+            result = evaluate(model, benchmark, data, store=store, batch_size=batch_size, device=device,
                               preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                              num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
-                              ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
-                              actors=parse_actors(actors), stall_timeout=stall_timeout,
-                              progress="none" if no_progress else progress.value, **extra,
-                              **parse_key_values(option))
+                              num_classes=num_classes, wrap=wrap, executor=executor, tag=tag,
+                              fingerprint=fingerprint, max_pixels=max_pixels,
+                              progress="none" if no_progress else progress.value, **options)
         except KeyboardInterrupt:
             typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
             raise typer.Exit(130) from None

@@ -32,7 +32,8 @@ from ..metrics.stats import clopper_pearson
 from ..seeding import derive_seed
 from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
-from ..engine.options import check_positive, class_map_config, reject_unknown
+from ..engine.options import CLASS_MAP, LIMIT, check_positive, class_map_config, seed_option, shard_size_option
+from ..engine.schema import Option
 
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
 
@@ -86,27 +87,36 @@ def accuracy_rise(config: Mapping[str, Any], table: Mapping[tuple[str, str], flo
 
 @register_benchmark
 class AdversarialAUC(Benchmark):
-    """Accuracy vs attack strength and R. Options: ``eps`` (paper grid), ``attack`` (fgsm|pgd),
-    ``norm`` (linf|l2), ``steps`` (10), ``rel_step_size`` (0.25), ``random_start`` (True), ``nested``
-    (False; PGD only: each strength starts from the previous one's perturbation -- monotone in eps
-    and several times faster, see :func:`robustlab.attacks.epsilon_sweep`), ``seed``
-    (0), ``eps0``/``eps1`` (interval of R; default the grid's ends), ``split`` (test),
-    ``data_root`` (downloads of named sets), ``class_map``, ``limit``, ``shard_size`` (1000).
-    """
+    """Accuracy vs attack strength and R (its options are :attr:`options`). ``nested`` (PGD only):
+    each strength starts from the previous one's perturbation -- monotone in eps and several times
+    faster, see :func:`robustlab.attacks.epsilon_sweep`."""
 
     name = "adversarial-auc"
+    options = (
+        Option("eps", "value", help="Attack strengths in pixel units, comma-separated or a list (default: the "
+               "paper's 9-point grid)."),
+        Option("attack", "str", "fgsm", help="A registered attack: fgsm or pgd."),
+        Option("norm", "str", "linf", help="Threat model.", choices=NORMS),
+        Option("steps", "int", 10, help="PGD steps."),
+        Option("rel_step_size", "float", 0.25, help="PGD step size as a fraction of eps."),
+        Option("nested", "bool", False, help="PGD only: each strength starts from the previous one's perturbation."),
+        Option("random_start", "bool", True, help="PGD: start from a random point of the ball."),
+        seed_option(0, "Seed of PGD's random starts (per batch)."),
+        Option("eps0", "float", help="Lower end of R's interval (default: the grid's first strength)."),
+        Option("eps1", "float", help="Upper end of R's interval (default: the grid's last strength)."),
+        Option("split", "str", "test", help="Split of a named set (digits, textures, mnist, cifar10): test or train."),
+        Option("data_root", "path", "~/.robustlab/data", help="Where named sets are downloaded."),
+        CLASS_MAP, LIMIT, shard_size_option(1000),
+    )
+    option_hints = {key: "adversarial-auc takes attack strengths, not corruptions or severities: give "
+                         "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s."
+                    for key in ("corruptions", "severities")}
 
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
 
-    def configure(self, data: str, *, eps=None, attack="fgsm", norm="linf", steps=10, rel_step_size=0.25, nested=False,
-                  random_start=True, seed=0, eps0=None, eps1=None, split="test", data_root="~/.robustlab/data",
-                  class_map=None, limit=None, shard_size=1000, corruptions=None, severities=None,
-                  save_logits=None, **other: Any) -> dict[str, Any]:
-        if corruptions is not None or severities is not None:
-            raise InputError("adversarial-auc takes attack strengths, not corruptions or severities: give "
-                             "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s.")
-        reject_unknown(self.name, {**other, "save_logits": save_logits})
+    def configure(self, data: str, *, eps, attack, norm, steps, rel_step_size, nested, random_start, seed, eps0,
+                  eps1, split, data_root, class_map, limit, shard_size) -> dict[str, Any]:
         takes = get_attack(attack).settings
         if norm not in NORMS:
             raise unknown_name("norm", norm, NORMS)

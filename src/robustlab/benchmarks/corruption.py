@@ -40,7 +40,10 @@ from ..metrics.corruption import (
 from ..metrics.ratios import mean_of_defined
 from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Sample, sample_id
-from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
+from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
+                              PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
+                              class_map_config, seed_option, shard_size_option)
+from ..engine.schema import Option
 from ..engine.classification import error_rows, setting_counts
 
 CLEAN = "clean"
@@ -458,14 +461,8 @@ class ImageNetC(Benchmark):
     """The released ImageNet-C folders (``<root>/<corruption>/<severity>/<wnid>/<file>``) or
     CIFAR-10-C arrays (``<root>/<corruption>.npy`` + ``labels.npy``).
 
-    Options: ``corruptions`` (default: the benchmark corruptions present), ``severities``
-    (1-5), ``class_map`` (default auto: ImageNet-1k indices for wnid folders), ``clean_data``
-    (an ImageNet val folder evaluated as setting ``clean``), ``clean_run`` (a stored run whose
-    ``clean`` units give the clean error), ``limit`` (samples per setting), ``classes_per_unit``
-    (100), ``shard_size`` (CIFAR rows per unit, 10000), ``baseline`` (alexnet), ``top_k``,
-    ``save_logits``.
-
-    With ``on_the_fly=True`` the data is the clean ImageNet val folder and ImageNet-C is made in
+    Its options are :attr:`options` (``robustlab evaluate -b imagenet-c --help``). With
+    ``on_the_fly=True`` the data is the clean ImageNet val folder and ImageNet-C is made in
     memory: resize 256, centre crop 224, corrupt (``imagenet-c`` profile, seed
     ``derive_seed(seed, sample_id, corruption, severity)``), clean images evaluated as
     ``clean``. ``corruption_backend``: ``numpy`` corrupts in the loading workers, ``torch`` after
@@ -474,6 +471,16 @@ class ImageNetC(Benchmark):
     """
 
     name = "imagenet-c"
+    options = (
+        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT,
+        shard_size_option(10000), baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
+        Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: corrupt in memory "
+               "(resize 256, crop 224, corrupt), write no images."),
+        Option("corruption_backend", "str", help="With --on-the-fly: numpy (in the loading workers) or torch (on the "
+               "model's device); default torch on a GPU, else numpy.", choices=CORRUPTION_BACKENDS),
+        seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
+        Option("clean", "bool", help="With --on-the-fly: also evaluate the clean images (default true)."),
+    )
 
     def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
         if options.get("on_the_fly") and options.get("corruption_backend") is None:
@@ -482,11 +489,9 @@ class ImageNetC(Benchmark):
             return {**options, "corruption_backend": "torch" if torch_backend_by_default(device) else "numpy"}
         return options
 
-    def configure(self, data: str, *, corruptions=None, severities=None, class_map=None, clean_data=None,
-                  clean_run=None, limit=None, classes_per_unit=100, shard_size=10000, baseline="alexnet",
-                  baseline_run=None, top_k=5, save_logits=False, on_the_fly=False, corruption_backend=None,
-                  seed=None, clean=None, **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, other)
+    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
+                  classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
+                  corruption_backend, seed, clean) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
         if on_the_fly:
             if clean_data is not None or clean_run is not None:
@@ -680,25 +685,27 @@ class Corrupted(Benchmark):
     """Any labelled image folder (``<root>/<class>/<image>``), corrupted on the fly.
 
     Each image is corrupted at its native resolution (before the model's resize and crop) with
-    seed ``derive_seed(seed, sample_id, corruption, severity)``; the clean images (severity 0)
-    are evaluated once as setting ``clean``. Options: ``corruptions`` (benchmark), ``severities``
-    (1-5), ``seed`` (0), ``profile`` (imagecorruptions), ``class_map``, ``limit``, ``shard_size``
-    (5000 images per unit), ``clean`` (True), ``baseline`` (a built-in baseline name, alexnet) or
-    ``baseline_run`` (a stored run of another model on the same data and corruptions: CE is then
-    normalised by its errors; ``self``: this run is the baseline, CE = 100), ``top_k``, ``save_logits``.
+    seed :func:`~robustlab.corruptions.items.item_seed` ``(seed, sample_id, corruption, severity)``;
+    the clean images (severity 0) are evaluated once as setting ``clean``. CE is normalised by a
+    built-in ``baseline`` (alexnet) or by ``baseline_run`` (a stored run of another model on the
+    same data and corruptions; ``self``: this run is the baseline, CE = 100). Its options are
+    :attr:`options`.
     """
 
     name = "corrupted"
+    options = (
+        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, CLASS_MAP, LIMIT, shard_size_option(5000),
+        Option("clean", "bool", True, help="Also evaluate the clean images (setting clean)."),
+        baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
+    )
 
     def __init__(self) -> None:
         self._listing: dict[str, Any] = {}
 
-    def configure(self, data: str, *, corruptions=None, severities=None, seed=0, profile="imagecorruptions",
-                  class_map=None, limit=None, shard_size=5000, clean=True, baseline="alexnet", baseline_run=None,
-                  top_k=5, save_logits=False, **other: Any) -> dict[str, Any]:
+    def configure(self, data: str, *, corruptions, severities, seed, profile, class_map, limit, shard_size, clean,
+                  baseline, baseline_run, top_k, save_logits) -> dict[str, Any]:
         from ..corruptions.registry import check_profile
 
-        reject_unknown(self.name, other)
         root = Path(data).expanduser().resolve()
         chosen = select_corruptions(corruptions if corruptions is not None else "benchmark")  # known names only
         check_seed(seed)

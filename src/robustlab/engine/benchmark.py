@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import InputError
 from ..registry import Registry
 from .records import Batch, Sample, sample_id, source_fingerprint
+from .schema import Option, OptionSchema
 
 if TYPE_CHECKING:
     import torch
@@ -42,12 +43,17 @@ class Unit:
 class Benchmark:
     """Base class of benchmark plugins. Subclasses set ``name`` and override the hooks.
 
+    Declarations: ``name``, ``task``, ``options`` (the options it takes, see
+    :mod:`robustlab.engine.schema`) and ``option_hints``.
+
     Hooks, in the order the engine calls them:
 
+    ``evaluation_options(options, device) -> dict``
+        The given options with device-dependent defaults filled in (default: unchanged).
     ``configure(data, **options) -> dict``
-        Validate the user's options and return the run's config: a JSON-able dict of
-        everything that changes the results (data path, settings, seeds, class map...). It is
-        hashed into the run id, so two calls with the same meaning must return equal dicts.
+        Gets every declared option (given or default) and returns the run's config: a JSON-able
+        dict of everything that changes the results (data path, settings, seeds, class map...).
+        It is hashed into the run id, so two calls with the same meaning must return equal dicts.
     ``dataset_id(config) -> str``
         The dataset's identity stored with the run (default ``config["data"]``).
     ``plan(config) -> iterable of Unit``
@@ -90,12 +96,30 @@ class Benchmark:
     #: False for a benchmark that scores results made elsewhere and never runs a model: its
     #: model is only a name (not built, not hashed into the run's identity).
     runs_model: ClassVar[bool] = True
+    #: The options it takes (:class:`~robustlab.engine.schema.Option`: name, type, default, help,
+    #: validation). :meth:`configure` gets exactly these, defaults filled in; the command line's
+    #: ``--help`` for this benchmark lists them.
+    options: ClassVar[tuple[Option, ...]] = ()
+    #: ``{option it does not take: why, and what to give instead}`` (``{name}``: the benchmark's).
+    option_hints: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def schema(cls) -> OptionSchema:
+        """Its options as an :class:`~robustlab.engine.schema.OptionSchema`."""
+        return OptionSchema(f"benchmark {cls.name!r}", cls.options,
+                            {k: v.format(name=cls.name) for k, v in cls.option_hints.items()})
 
     def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
-        """The benchmark options with defaults that depend on where the model runs filled in
+        """The given options with defaults that depend on where the model runs filled in
         (``device`` as given to evaluate: ``auto``, ``cpu``, ``cuda:N``...); called before
         :meth:`configure`. Default: unchanged. ``imagenet-c`` picks its corruption backend here."""
         return options
+
+    def config_for(self, data: str | Any, **options: Any) -> dict[str, Any]:
+        """The run config of ``data`` with ``options``: options it does not declare are refused
+        (with a did-you-mean from :meth:`schema`), the others resolved with their defaults and
+        passed to :meth:`configure`. What :func:`robustlab.evaluate` calls."""
+        return self.configure(str(data), **self.schema().resolve(options))
 
     def configure(self, data: str, **options: Any) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
