@@ -30,7 +30,7 @@ from ..errors import InputError, ModelError, unknown_name
 from ..metrics.adversarial import normalised_curve, relative_change, robustness_auc
 from ..metrics.stats import clopper_pearson
 from ..seeding import derive_seed
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
 from ..engine.options import CLASS_MAP, LIMIT, check_positive, class_map_config, seed_option, shard_size_option
 from ..engine.schema import Option
@@ -92,6 +92,8 @@ class AdversarialAUC(Benchmark):
     faster, see :func:`robustlab.attacks.epsilon_sweep`."""
 
     name = "adversarial-auc"
+    family, family_title = "adversarial", "Adversarial robustness over an epsilon interval"
+    headline = (HeadlineMetric("R", "R", percent=False, setting=None),)
     options = (
         Option("eps", "value", help="Attack strengths in pixel units, comma-separated or a list (default: the "
                "paper's 9-point grid)."),

@@ -20,6 +20,7 @@ from ..corruptions.checks import parse_severities
 from ..corruptions.api import MIN_SIZE
 from ..corruptions.released import imagenet_c_folder, imagenet_c_settings, read_cifar_c
 from ..corruptions.views import corrupt_on_the_fly
+from ..data.images import is_image_file, read_image
 from ..data.classification import (
     PreparedSamples,
     SampleView,
@@ -38,7 +39,7 @@ from ..metrics.corruption import (
     relative_ce_terms,
 )
 from ..metrics.ratios import mean_of_defined
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Sample, sample_id
 from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
                               PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
@@ -139,24 +140,35 @@ def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mappi
 #: How ratios are labelled when a benchmark on a user's own data (``corrupted``, ``perturbed``)
 #: divides by a built-in published baseline: AlexNet's ImageNet-C / ImageNet-P numbers.
 NOT_COMPARABLE_LABEL = "vs published AlexNet (ImageNet), not comparable"
-#: Benchmarks that run on a user's own data (not the released ImageNet-C / ImageNet-P files).
-OWN_DATA_BENCHMARKS = ("corrupted", "perturbed")
+#: What the ratios of the ImageNet-C and ImageNet-P families divide by without a baseline run.
+PUBLISHED_ALEXNET = "published AlexNet"
 
 
-def published_baseline_label(benchmark: str, config: Mapping[str, Any]) -> str | None:
-    """:data:`NOT_COMPARABLE_LABEL` when a run's CE / FR / T5D ratios divide its errors on the
-    user's own data by the published AlexNet (ImageNet) numbers, else None.
+def own_data_label(config: Mapping[str, Any]) -> str | None:
+    """:data:`NOT_COMPARABLE_LABEL` for a run on the user's own data (``corrupted``, ``perturbed``:
+    their :meth:`~robustlab.engine.Benchmark.comparability`) whose CE / FR / T5D ratios divide by
+    the published AlexNet (ImageNet) numbers, else None.
 
-    That is a ``corrupted`` or ``perturbed`` (ImageNet setting) run without ``baseline_run``:
+    That is a run without ``baseline_run`` (and, for sequences, in the ImageNet setting):
     AlexNet never saw that data, so the ratio is not the paper's mCE / mFR and compares with
     nothing published. A baseline model evaluated on the same data (``--baseline-run``) makes
     the ratios comparable across models.
     """
-    if benchmark not in OWN_DATA_BENCHMARKS or config.get("baseline_run"):
+    if config.get("baseline_run"):
         return None
-    if benchmark == "perturbed" and config.get("setting") != "imagenet":
+    if config.get("setting", "imagenet") != "imagenet":
         return None  # the cifar setting reports no ratios
     return NOT_COMPARABLE_LABEL
+
+
+#: The ImageNet-C family's presentation (``imagenet-c``, ``corrupted``).
+CORRUPTION_FAMILY = "corruption"
+CORRUPTION_TITLE = "Common corruptions (ImageNet-C)"
+CORRUPTION_HEADLINE = (
+    HeadlineMetric("clean_error", "clean error", compare=True),
+    HeadlineMetric("mce", "mCE", "mce_subset", compare=True),
+    HeadlineMetric("relative_mce", "rel. mCE", "relative_mce_subset"),
+)
 
 
 def own_data_note(kind: str, data: str) -> str:
@@ -171,7 +183,7 @@ def own_data_note(kind: str, data: str) -> str:
 SELF = "self"
 
 
-def ce_baseline_text(benchmark: str, config: Mapping[str, Any]) -> str:
+def ce_baseline_text(own: str | None, config: Mapping[str, Any]) -> str:
     """What a corruption run's CE divides by, for ``summary["ce_baseline"]`` (JSON, ``show``)."""
     run = config.get("baseline_run")
     if run == SELF:
@@ -180,8 +192,7 @@ def ce_baseline_text(benchmark: str, config: Mapping[str, Any]) -> str:
         return f"stored run {run} on the same data"
     if config.get("layout") == "cifar":
         return "none: CE is not reported for CIFAR-10-C"
-    label = published_baseline_label(benchmark, config)
-    return label or f"published {config.get('baseline', 'alexnet')} errors on ImageNet-C"
+    return own or f"published {config.get('baseline', 'alexnet')} errors on ImageNet-C"
 
 
 def related_corruption_runs(config: Mapping[str, Any]) -> dict[str, str]:
@@ -471,6 +482,7 @@ class ImageNetC(Benchmark):
     """
 
     name = "imagenet-c"
+    family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
     options = (
         CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT,
         shard_size_option(10000), baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
@@ -481,6 +493,18 @@ class ImageNetC(Benchmark):
         seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
         Option("clean", "bool", help="With --on-the-fly: also evaluate the clean images (default true)."),
     )
+
+    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
+        return None if config.get("layout") == "cifar" else PUBLISHED_ALEXNET
+
+    def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
+        """The first file of a stored ``<corruption>/<severity>`` folder (released folders only)."""
+        if config.get("layout") != "folders" or setting == CLEAN:
+            return None
+        c, s = setting.split("/")
+        folder = Path(config["data"], c, s)
+        first = next((p for p in sorted(folder.rglob("*")) if p.is_file() and is_image_file(p)), None)
+        return None if first is None else read_image(first)
 
     def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
         if options.get("on_the_fly") and options.get("corruption_backend") is None:
@@ -663,7 +687,7 @@ class ImageNetC(Benchmark):
         return notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        out = {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+        out = {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.comparability(config), config)}
         if config.get("layout") == "on-the-fly":
             out["on_the_fly"] = {"corruption_backend": config["corruption_backend"], "seed": config["seed"],
                                  "profile": config["profile"]}
@@ -693,6 +717,7 @@ class Corrupted(Benchmark):
     """
 
     name = "corrupted"
+    family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
     options = (
         CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, CLASS_MAP, LIMIT, shard_size_option(5000),
         Option("clean", "bool", True, help="Also evaluate the clean images (setting clean)."),
@@ -701,6 +726,23 @@ class Corrupted(Benchmark):
 
     def __init__(self) -> None:
         self._listing: dict[str, Any] = {}
+
+    def comparability(self, config: Mapping[str, Any]) -> str | None:
+        return own_data_label(config)
+
+    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
+        return PUBLISHED_ALEXNET
+
+    def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
+        """The folder's first image, clean or corrupted with the run's seed and profile as the run saw it."""
+        base = read_image_folder(config["data"], config.get("class_map", "auto"), limit=config.get("limit")).subset(0, 1)
+        if len(base) == 0:
+            return None
+        if setting == CLEAN:
+            return base.read(0)
+        c, s = setting.split("/")
+        return corrupt_on_the_fly(base, c, int(s), seed=config.get("seed", 0),
+                                  profile=config.get("profile", "imagecorruptions")).read(0)
 
     def configure(self, data: str, *, corruptions, severities, seed, profile, class_map, limit, shard_size, clean,
                   baseline, baseline_run, top_k, save_logits) -> dict[str, Any]:
@@ -754,12 +796,12 @@ class Corrupted(Benchmark):
         clean_hint = ("every clean sample was skipped (see the skipped samples)" if config.get("clean", True)
                       else "the run was made with clean=False")
         notes = corruption_notes(config, metrics, clean_hint=clean_hint)
-        if published_baseline_label(self.name, config) and any(m == "ce" for m, _, _ in metrics):
+        if self.comparability(config) and any(m == "ce" for m, _, _ in metrics):
             notes.insert(0, own_data_note("CE, mCE and relative mCE", config["data"]))
         return notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.comparability(config), config)}
 
     def text(self, config, summary, metrics) -> list[str]:
         return corruption_text(config, summary)

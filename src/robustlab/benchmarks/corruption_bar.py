@@ -20,7 +20,7 @@ from ..corruptions.registry import resolve_corruptions
 from ..corruptions.released import read_cifar_c
 from ..corruptions.views import corrupt_on_the_fly
 from ..data.classification import PreparedSamples, class_folders, read_image_folder, resolve_class_map
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import error_rows, setting_counts
 from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
                               SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
@@ -110,6 +110,9 @@ class ImageNetCBar(Benchmark):
     """
 
     name = "imagenet-c-bar"
+    family, family_title = "corruption-bar", "ImageNet-C-bar / CIFAR-10-C-bar"
+    headline = (HeadlineMetric("mean_error_bar", "mean error", "mean_error_bar_subset"),
+                HeadlineMetric("mce_bar", "mCE-bar", "mce_bar_subset"))
     options = (
         CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT, shard_size_option(10000),
         baseline_option("paper-baseline"), BASELINE_RUN, TOP_K, SAVE_LOGITS,

@@ -54,7 +54,7 @@ from ..metrics.corruption import BENCHMARK_CORRUPTIONS
 from ..metrics.detection import check_iou_threshold, detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
 from ..metrics.under_corruption import rmse_vs_rpc, rpc_undefined_reason
-from ..engine.benchmark import Benchmark, MetricRow, Unit, get_benchmark, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, get_benchmark, register_benchmark
 from ..engine.records import Batch, Sample
 from .corruption import select_corruptions
 from ..engine.options import CORRUPTIONS, LIMIT, PROFILE, SEVERITIES, check_positive, seed_option, shard_size_option
@@ -136,6 +136,8 @@ class _CorruptedDetection(Benchmark):
     task = "detection"
     default_metric = "coco"
     headline_metric = "AP"
+    family, family_title = "detection", "Detection under corruption (Robust Detection Benchmark)"
+    headline = (HeadlineMetric("P", "P"), HeadlineMetric("mPC", "mPC"), HeadlineMetric("rPC", "rPC"))
     options = (
         CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, LIMIT, shard_size_option(500),
         Option("cache", "path", help="Folder for the corrupted images (PNG), reused by later runs and by robustlab "
@@ -526,6 +528,8 @@ class MmdetResults(Benchmark):
     name = "mmdet-results"
     task = "detection"
     runs_model = False
+    family, family_title, headline = _CorruptedDetection.family, _CorruptedDetection.family_title, \
+        _CorruptedDetection.headline
     options = (
         Option("corruptions", "str", help="Corruption names or subsets (default: the 15 benchmark ones when all are "
                "present, else all in the file).", flags=("-c",)),
@@ -700,6 +704,7 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
     """
 
     name = "imagenet-vid-robust-detection"
+    family, family_title, headline = "", "", ()  # its own metrics: the report's generic section
     options = (
         Option("limit", "int", help="Only the first N anchors."), shard_size_option(500), MAX_DETECTIONS, LABEL_MAP,
         LABEL_OFFSET, UNKNOWN_LABELS, Option("ap_method", "str", "all-point", help="AP: all-point or 11-point."),

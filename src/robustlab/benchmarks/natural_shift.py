@@ -30,7 +30,7 @@ from ..data.classification import SampleView, class_folders, read_image_folder
 from ..data.natural_shifts import (imagenet_a_indices, imagenet_r_indices, objectnet_folders, objectnet_to_imagenet,
                                    subset_wnids)
 from ..data.wordnet import ilsvrc_wnids
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.classification import error_rows, setting_counts
 from ..engine.options import CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, SAVE_LOGITS, TOP_K, check_positive
 from ..engine.schema import Option
@@ -213,6 +213,9 @@ class NaturalShift(Benchmark):
     #: What the clean setting measures.
     original_set = "ImageNet val"
     options = (SAVE_LOGITS, LIMIT, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K)
+    family, family_title = "natural-shift", "Natural distribution shifts"
+    headline = (HeadlineMetric("accuracy", "top-1", setting=SHIFTED), HeadlineMetric("top5_accuracy", "top-5",
+                                                                                    setting=SHIFTED))
     option_hints = {"corruptions": "{name} is a natural-shift test set: it takes no corruptions.",
                     "severities": "{name} is a natural-shift test set: it takes no severities."}
 

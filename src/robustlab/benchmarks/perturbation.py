@@ -62,14 +62,14 @@ from ..perturbations.io import (
     read_cifar_p,
     read_sequence,
 )
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch, Sample
 from ..engine.records import sample_id
 from ..engine.classification import classify_batch
 from ..engine.options import (BASELINE_RUN, CLASS_MAP, LIMIT, baseline_option, check_positive, check_seed,
                               class_map_config, seed_option, shard_size_option)
 from ..engine.schema import Option
-from .corruption import own_data_note, published_baseline_label
+from .corruption import PUBLISHED_ALEXNET, own_data_label, own_data_note
 
 #: Stored column of per-frame top-k classes, (N, T*k) int32.
 FRAMES_COLUMN = "frame_top5"
@@ -584,6 +584,13 @@ class _SequenceBenchmark(Benchmark):
     """Frame stacks in, per-frame top-5 out, stability metrics from the stored columns."""
 
     option_hints = SEQUENCE_HINTS
+    family = "perturbation"
+    family_title = "Perturbation stability (ImageNet-P)"
+    headline = (HeadlineMetric("mfr", "mFR", "mfr_subset", compare=True),
+                HeadlineMetric("mt5d", "mT5D", "mt5d_subset"))
+
+    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
+        return PUBLISHED_ALEXNET if config.get("setting") in (None, "imagenet") else None
 
     def load(self, samples, i: int, prepare) -> Sample:
         frames = samples.read(i)
@@ -791,10 +798,13 @@ class Perturbed(_SequenceBenchmark):
         config["num_classes"] = len(self._base(config).classes)
         return config
 
+    def comparability(self, config: Mapping[str, Any]) -> str | None:
+        return own_data_label(config)
+
     def notes(self, config, metrics) -> list[str]:
         metrics = list(metrics)
         notes = stability_notes(config, metrics)
-        if published_baseline_label(self.name, config) and any(m == "flip_rate" for m, _, _ in metrics):
+        if self.comparability(config) and any(m == "flip_rate" for m, _, _ in metrics):
             notes.insert(0, own_data_note("FR, mFR and the T5D ratios (mT5D)", config["data"]))
         return notes
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..data.classification import ImageFolderSamples
 from ..data.subtypes import load_split
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import setting_counts, top1_errors
 from ..engine.options import LIMIT, SAVE_LOGITS, TOP_K, check_positive, shard_size_option
 from ..engine.schema import Option
@@ -51,6 +51,9 @@ class SubtypeRobustness(Benchmark):
     """Seen vs unseen subtype accuracy of a 25-way broad-type classifier (see the module docstring)."""
 
     name = "subtype-robustness"
+    family, family_title = "subtype", "Subtype robustness"
+    headline = (HeadlineMetric("accuracy", "seen", setting="seen"), HeadlineMetric("accuracy", "unseen",
+                                                                                   setting="unseen"))
     options = (SAVE_LOGITS, LIMIT, shard_size_option(5000),
                Option("imagenet_top1", "float", help="The model's ImageNet top-1 accuracy (a fraction, or percent "
                       "above 1), for the report's comparison."), TOP_K)

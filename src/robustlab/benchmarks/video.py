@@ -56,7 +56,7 @@ from ..metrics.pmk import (
 from ..metrics.stats import clopper_pearson
 from ..models.projection import MERGES, groups_from_map, project_logits
 from ..models.protocol import check_logits
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
 from ..engine.options import LIMIT, SAVE_LOGITS, TOP_K, shard_size_option
 from ..engine.schema import Option
@@ -474,6 +474,9 @@ class VideoPmk(Benchmark):
 
     task = "classification"
     default_label_mode = "frame"
+    family, family_title = "video", "Natural perturbations in video (pm-k)"
+    headline = (HeadlineMetric("accuracy_original", "pm-0 accuracy", compare=True),
+                HeadlineMetric("accuracy_pmk", "pm-k accuracy", compare=True))
     options = (
         Option("metadata", "path", help="Folder of the set's JSON files (default: the data folder, then its "
                "metadata/)."),
