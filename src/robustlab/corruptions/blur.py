@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from ._disk_filter import filter_uint8, tap_sums_pay
-from ._kernels import (
+from .ops import (
     disk_kernel,
     gaussian_smooth,
     glass_shuffle,
@@ -87,7 +87,7 @@ def glass_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, prof
 
     The first blur is truncated to uint8 before shuffling, as in the reference; the shuffle
     keeps the reference's quirks (one-way copy, offsets in [-d, d-1]; see
-    :func:`robustlab.corruptions._kernels.glass_shuffle`).
+    :func:`robustlab.corruptions.ops.glass_shuffle`).
     """
     sigma, max_delta, iterations = severity_param(GLASS, profile, severity)
     x = to_uint8(gaussian_smooth(unit_float(image), sigma) * 255)

@@ -27,7 +27,7 @@ import numpy as np
 from PIL import Image
 
 from ._gaussian import gaussian_filter
-from ._kernels import unit_to_uint8
+from .ops import unit_to_uint8
 from ._legacy_random import draw_uniform
 from ._pil_resample import box_resize, nearest_resize
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import severity_param, unit_float, unit_value_to_uint8
+from .ops import severity_param, unit_float, unit_value_to_uint8
 from ._legacy_random import draw_normal, draw_poisson_levels, draw_uniform
 
 #: Standard deviation of the additive noise, in units of the [0, 1] intensity range.

@@ -275,11 +275,10 @@ def model_device(model: Any) -> torch.device:
         else torch.device("cpu")
 
 
-#: Benchmark plugins by name. The built-in families live in :mod:`robustlab.benchmarks` (imported
-#: on first lookup); other packages register theirs under the entry-point group
-#: ``robustlab.benchmarks``. The engine itself never imports a benchmark.
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", plugins=("robustlab.benchmarks",),
-                                                 entry_points="robustlab.benchmarks")
+#: Benchmark plugins by name, filled by the modules of the entry-point group ``robustlab.benchmarks``
+#: (robustlab's own families are declared by the package root; other packages list theirs in their
+#: pyproject). The engine itself never imports or names a benchmark.
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", entry_points="robustlab.benchmarks")
 
 
 def register_benchmark(cls: type[Benchmark]) -> type[Benchmark]:

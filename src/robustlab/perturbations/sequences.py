@@ -34,7 +34,7 @@ import numpy as np
 from PIL import Image
 from skimage import color as skcolor
 
-from ..corruptions._kernels import clipped_zoom, gaussian_smooth, motion_blur
+from ..corruptions.ops import clipped_zoom, gaussian_smooth, motion_blur
 from ._geometry import affine_crop, center_crop, resize_shorter, tilt_crop, translate_crop
 
 CROP = {"imagenet": 224, "cifar": None}

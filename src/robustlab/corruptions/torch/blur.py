@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from .. import blur as numpy_blur
-from .._kernels import disk_kernel, severity_param
+from ..ops import disk_kernel, severity_param
 from .draws import integers, uniform, wide_float
 from .ops import clipped_zoom, filter2d, line_blur, to_levels
 from .ops import gaussian_blur as smooth
@@ -103,7 +103,7 @@ def glass_sources(offsets: torch.Tensor, height: int, width: int, max_delta: int
 def glass_shuffle(x: torch.Tensor, offsets: torch.Tensor, max_delta: int) -> torch.Tensor:
     """One shuffle iteration of glass blur on (N, C, H, W) ``x`` with the given ``offsets``.
 
-    Equal to the reference's sequential loop (:func:`robustlab.corruptions._kernels.glass_shuffle`)
+    Equal to the reference's sequential loop (:func:`robustlab.corruptions.ops.glass_shuffle`)
     given the same offsets; see :func:`glass_sources`.
     """
     n, c, h, w = x.shape

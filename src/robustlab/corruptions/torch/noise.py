@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from .. import noise as numpy_noise
-from .._kernels import severity_param
+from ..ops import severity_param
 from .draws import normal, uniform
 
 
