@@ -499,7 +499,7 @@ class ImageNetC(Benchmark):
 
     def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
         """The first file of a stored ``<corruption>/<severity>`` folder (released folders only)."""
-        if config.get("layout") != "folders" or setting == CLEAN:
+        if config.get("layout") != "folders" or setting == CLEAN or not config.get("data"):
             return None
         c, s = setting.split("/")
         folder = Path(config["data"], c, s)
@@ -735,6 +735,8 @@ class Corrupted(Benchmark):
 
     def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
         """The folder's first image, clean or corrupted with the run's seed and profile as the run saw it."""
+        if not config.get("data"):
+            return None
         base = read_image_folder(config["data"], config.get("class_map", "auto"), limit=config.get("limit")).subset(0, 1)
         if len(base) == 0:
             return None

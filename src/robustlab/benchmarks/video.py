@@ -58,7 +58,7 @@ from ..models.projection import MERGES, groups_from_map, project_logits
 from ..models.protocol import check_logits
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
-from ..engine.options import LIMIT, SAVE_LOGITS, TOP_K, shard_size_option
+from ..engine.options import SAVE_LOGITS, TOP_K, shard_size_option
 from ..engine.schema import Option
 
 FRAMES = "frames"

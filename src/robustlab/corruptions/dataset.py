@@ -47,7 +47,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destination, check_resume, output_lock,
-                           record_sources, running, source_changes, source_stamps, write_summary)
+                           record_sources, run_with_progress, running, source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs
@@ -469,26 +469,6 @@ def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike
                                   *, workers: int | None = None,
                                   coco_annotations: list[str | os.PathLike] | None = None,
                                   console=None, max_pixels: int | None = None) -> CorruptSummary:
-    """:func:`corrupt_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn,
-                               TextColumn, TimeElapsedColumn, TimeRemainingColumn)
-
-    console = console or Console(stderr=True)
-    columns = (TextColumn("[bold]corrupting"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    bar = Progress(*columns, console=console, transient=False)
-    task_id = bar.add_task("corrupt", total=None)
-
-    def on_start(summary: CorruptSummary, todo: int) -> None:
-        # shown only once the inputs are validated: an error before that is one clean line
-        if summary.skipped:
-            console.print(f"resuming: {summary.skipped} of {summary.outputs} outputs already in {summary.destination}")
-        bar.update(task_id, total=todo)
-        bar.start()
-
-    try:
-        return corrupt_dataset(src, dst, settings, workers=workers, coco_annotations=coco_annotations,
-                               progress=lambda n: bar.advance(task_id, n), on_start=on_start, max_pixels=max_pixels)
-    finally:
-        bar.stop()
+    """:func:`corrupt_dataset` with a progress bar (rate and ETA) on ``console`` (stderr)."""
+    return run_with_progress(corrupt_dataset, "corrupting", console=console, src=src, dst=dst, settings=settings,
+                             workers=workers, coco_annotations=coco_annotations, max_pixels=max_pixels)

@@ -346,3 +346,33 @@ def running(summary: BuildSummary, dst: Path, summary_name: str, started: float)
     finally:
         summary.seconds = round(time.perf_counter() - started, 3)
         write_summary(dst, summary_name, summary)
+
+
+def run_with_progress(build: Callable[..., Any], verb: str, *, console=None, **options: Any) -> Any:
+    """Run a dataset builder (``robustlab corrupt``, ``perturb``, ``stylize``) with a progress bar on
+    ``console`` (stderr): ``build(progress=..., on_start=..., **options)``.
+
+    The builder calls ``on_start(summary, todo=None)`` once its inputs are validated (so an error
+    before that is one clean line, with no bar), with the outputs still to make (default: all of
+    ``summary.outputs``), and ``progress(n)`` as outputs are settled. Outputs already there are
+    announced first (``resuming: ...``).
+    """
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    console = console or Console(stderr=True)
+    bar = Progress(TextColumn(f"[bold]{verb}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
+    task_id = bar.add_task(verb, total=None)
+
+    def on_start(summary: BuildSummary, todo: int | None = None) -> None:
+        if summary.skipped:
+            console.print(f"resuming: {summary.skipped} of {summary.outputs} outputs already in {summary.destination}")
+        bar.update(task_id, total=summary.outputs if todo is None else todo)
+        bar.start()
+
+    try:
+        return build(progress=lambda n: bar.advance(task_id, n), on_start=on_start, **options)
+    finally:
+        bar.stop()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,11 +209,6 @@ def collate(samples: Sequence[Sample], *, unit: str = "", start: int = 0,
             stacked = list(pixels)
     return Batch(unit=unit, start=start, positions=positions, ids=ids, labels=labels, pixels=stacked,
                  context=context_columns([s.context for s in samples]), problems=list(problems))
-
-
-def empty_columns(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Zero-row arrays of the same dtypes and trailing shapes as ``columns``."""
-    return {k: np.zeros((0, *np.asarray(v).shape[1:]), dtype=np.asarray(v).dtype) for k, v in columns.items()}
 
 
 def sample_id(source: Any, i: int) -> str:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..data.builds import (BuildSummary, TaskResult, check_destination, check_resume, output_lock, record_sources,
-                           running, source_changes, source_stamps, write_summary)
+                           run_with_progress, running, source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
@@ -325,22 +325,6 @@ def format_summary(summary: PerturbSummary, *, max_failures: int = 20) -> str:
 def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,
                                   workers: int | None = None, console=None,
                                   max_pixels: int | None = None) -> PerturbSummary:
-    """:func:`perturb_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-
-    console = console or Console(stderr=True)
-    bar = Progress(TextColumn("[bold]perturbing"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
-    task_id = bar.add_task("perturb", total=None)
-
-    def on_start(summary: PerturbSummary) -> None:
-        bar.update(task_id, total=summary.outputs)
-        bar.start()
-
-    try:
-        return perturb_dataset(src, dst, settings, workers=workers, progress=lambda k: bar.advance(task_id, k),
-                               on_start=on_start, max_pixels=max_pixels)
-    finally:
-        bar.stop()
+    """:func:`perturb_dataset` with a progress bar (rate and ETA) on ``console`` (stderr)."""
+    return run_with_progress(perturb_dataset, "perturbing", console=console, src=src, dst=dst, settings=settings,
+                             workers=workers, max_pixels=max_pixels)

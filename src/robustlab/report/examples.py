@@ -52,7 +52,7 @@ def corruption_examples(result) -> F.Figure | None:
                     return None
                 row.append(thumbnail(image))
             rows.append(row)
-    except (RobustlabError, OSError):
+    except (RobustlabError, OSError, KeyError, TypeError, ValueError):  # data not here, or another version's run
         return None
     if not rows:
         return None

@@ -16,7 +16,7 @@ from .. import __version__
 from ..environment import describe_differences, distinct_environments, summarize
 from ..errors import InputError
 from ..fsutil import atomic_write_text
-from .collect import collect_results, metric_table
+from .collect import collect_results
 from .sections import ReportContext, Section, build_sections
 
 FORMATS = ("html", "markdown", "csv", "json")

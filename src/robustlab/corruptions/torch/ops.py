@@ -23,7 +23,6 @@ sampling positions), float32 arithmetic instead of float64, and a different summ
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from functools import lru_cache
 
