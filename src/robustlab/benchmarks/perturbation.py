@@ -38,7 +38,6 @@ import numpy as np
 import torch
 
 from ..data.classification import ArraySamples, ImageFolderSamples, SampleView, read_image_folder, resolve_class_map
-from ..data.fingerprint import files_fingerprint
 from ..safeload import load_npy
 from ..errors import DataError, InputError
 from ..metrics.ratios import mean_margin, mean_of_defined, normalised_term
@@ -132,32 +131,15 @@ STRIDES_OPTION = Option("strides", "value", help="Strides (difficulties) of the 
 
 
 @dataclass(frozen=True, eq=False)
-class SequenceFolderSamples:
-    """Sequences (videos, ``.npy`` files or PNG frame folders) listed relative to ``root``."""
+class SequenceFolderSamples(ImageFolderSamples):
+    """Sequences (videos, ``.npy`` files or PNG frame folders) listed relative to ``root``: the files
+    of :class:`~robustlab.data.classification.ImageFolderSamples`, each read as a (T, H, W, 3) stack."""
 
-    root: Path
-    files: tuple[str, ...]
-    labels: np.ndarray
-    classes: tuple[str, ...]
-    frames: int | None
-    stride: int
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return self.files
+    frames: int | None = None
+    stride: int = 1
 
     def read(self, i: int) -> np.ndarray:
         return read_sequence(self.root / self.files[i], expected_frames=self.frames, stride=self.stride)
-
-    def fingerprint(self, mode: str = "stat") -> str:
-        return files_fingerprint(((f, self.root / f) for f in self.files), mode, extra=(self.labels.tolist(),))
-
-    def subset(self, start: int, stop: int) -> SequenceFolderSamples:
-        return SequenceFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes,
-                                     self.frames, self.stride)
 
 
 @functools.lru_cache(maxsize=32)

@@ -456,13 +456,8 @@ def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings,
 def format_summary(summary: CorruptSummary, *, max_failures: int = 20) -> str:
     """A few lines for the terminal: counts, time, and the bad sources (first ``max_failures``)."""
     s = summary.settings
-    lines = [
-        f"{summary.images} images x {len(s.corruptions)} corruptions x {len(s.severities)} severities "
-        f"= {summary.outputs} outputs in {summary.destination}",
-        f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
-        f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
-    ]
-    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return summary.text(f"{summary.images} images x {len(s.corruptions)} corruptions x {len(s.severities)} "
+                        f"severities = {summary.outputs} outputs in {summary.destination}", SUMMARY_NAME, max_failures)
 
 
 def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings,

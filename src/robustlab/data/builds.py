@@ -114,6 +114,17 @@ class BuildSummary:
             if progress is not None:
                 progress(done)
 
+    def text(self, headline: str, summary_name: str, max_failures: int = 20) -> str:
+        """The terminal's summary of a run: ``headline`` (what was built where), the counts, the
+        changed or removed sources and the bad ones (the first ``max_failures``)."""
+        return "\n".join([headline, self.count_line(), *self.change_lines(),
+                          *self.failure_lines(summary_name, max_failures)])
+
+    def count_line(self) -> str:
+        """``written 10, already there 2, failed 0 (3.1 s, 4 workers)``: the terminal's count line."""
+        return (f"written {self.written}, already there {self.skipped}, failed {self.failed} "
+                f"({self.seconds:.1f} s, {self.workers} worker{'s' if self.workers != 1 else ''})")
+
     def change_lines(self, max_names: int = 5) -> list[str]:
         """Terminal notes on sources changed or removed since the last run into DST (empty when none)."""
         lines = []

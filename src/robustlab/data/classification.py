@@ -85,7 +85,8 @@ class ImageFolderSamples:
                                  extra=(self.labels.tolist(),))
 
     def subset(self, start: int, stop: int) -> ImageFolderSamples:
-        return ImageFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes)
+        """Samples ``start:stop`` (of the same kind: subclasses keep their other fields)."""
+        return replace(self, files=self.files[start:stop], labels=self.labels[start:stop])
 
 
 @dataclass(frozen=True, eq=False)

@@ -313,13 +313,8 @@ def _perturb_locked(dataset: ImageDataset, dst: Path, settings: PerturbSettings,
 def format_summary(summary: PerturbSummary, *, max_failures: int = 20) -> str:
     """A few lines for the terminal: counts, time, and the bad sources (first ``max_failures``)."""
     s = summary.settings
-    lines = [
-        f"{summary.images} images x {len(s.perturbations)} perturbations = {summary.outputs} sequences "
-        f"({s.setting}, {s.format}) in {summary.destination}",
-        f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
-        f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
-    ]
-    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return summary.text(f"{summary.images} images x {len(s.perturbations)} perturbations = {summary.outputs} "
+                        f"sequences ({s.setting}, {s.format}) in {summary.destination}", SUMMARY_NAME, max_failures)
 
 
 def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,

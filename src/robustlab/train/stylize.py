@@ -527,10 +527,8 @@ def write_combined(dataset: StylizeDataset, dst: Path) -> list[Path]:
 
 def format_summary(summary: StylizeSummary, *, max_failures: int = 20) -> str:
     """A few lines for the terminal: counts, time, and the unreadable images (first ``max_failures``)."""
-    lines = [f"{summary.images} {summary.layout} images stylized into {summary.destination}",
-             f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
-             f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})"]
-    return "\n".join(lines + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return summary.text(f"{summary.images} {summary.layout} images stylized into {summary.destination}",
+                        SUMMARY_NAME, max_failures)
 
 
 def stylize_dataset_with_progress(src: str | os.PathLike, styles: str | os.PathLike, dst: str | os.PathLike,
