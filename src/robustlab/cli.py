@@ -190,7 +190,7 @@ def demo_gallery_command(
     corruption_demo.print_report(result)
 
 
-# --- report (issue 9) -----------------------------------------------------------------------
+# --- report -----------------------------------------------------------------------
 
 
 @app.command("report")
@@ -216,7 +216,7 @@ def report_command(
     typer.echo(f"wrote {path}")
 
 
-# --- adversarial study (issue 7) ----------------------------------------------------------
+# --- adversarial study ----------------------------------------------------------
 
 study_app = typer.Typer(help="Multi-seed studies (train, checkpoint, evaluate, compare).", no_args_is_help=True)
 app.add_typer(study_app, name="study")
@@ -236,7 +236,7 @@ def study_adversarial_command(
     typer.echo("wrote " + ", ".join(str(out / name) for name in OUTPUT_FILES))
 
 
-# --- natural perturbations from video (issue 6): video sample, video finalize ---------------
+# --- natural perturbations from video: video sample, video finalize ---------------
 
 video_app = typer.Typer(help="Build pm-k test sets from your videos: sample, review, finalize.",
                         no_args_is_help=True)
@@ -276,14 +276,14 @@ def video_finalize_command(
     typer.echo(format_summary(finalize(out, reviews, require_anchor_review=require_anchor_review)))
 
 
-# --- human review web app (issue 16): review serve, review add-user, review export ----------
+# --- human review web app: review serve, review add-user, review export ----------
 
 from .review.cli import review_app  # noqa: E402  (typer sub-app; its commands import lazily)
 
 app.add_typer(review_app, name="review")
 
 
-# --- perturbation sequences (issue 5): perturb ---------------------------------------------
+# --- perturbation sequences: perturb ---------------------------------------------
 
 
 @app.command("perturb")
@@ -318,7 +318,7 @@ def perturb_command(
         raise typer.Exit(1)
 
 
-# --- detection robustness (issue 8): import-mmdet, export-detection ---------------------------
+# --- detection robustness: import-mmdet, export-detection ---------------------------
 
 
 @app.command("import-mmdet")
@@ -355,7 +355,7 @@ def export_detection_command(
     typer.echo(str(export_results(result, out)))
 
 
-# --- evaluation engine (issue 4): evaluate, runs, show ------------------------------------
+# --- evaluation engine: evaluate, runs, show ------------------------------------
 
 
 @app.command("evaluate", cls=EvaluateCommand,
@@ -547,7 +547,7 @@ def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[st
     return records[0].id
 
 
-# --- the store itself (issue 30): store check, store relocate ---------------------------------
+# --- the store itself: store check, store relocate ---------------------------------
 
 store_app = typer.Typer(help="Look after a results store: check it against its predictions folder, relocate it.",
                         no_args_is_help=True)
@@ -588,7 +588,7 @@ def store_relocate_command(
         typer.echo(f"the store {st.location.describe()} keeps its predictions in {st.predictions_dir}")
 
 
-# --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
+# --- interventions: finetune, stylize (logic in robustlab.train) --------------------
 
 from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
 

@@ -1,8 +1,11 @@
 """``RandomCorruption``: corruption augmentation for training, one random choice per image.
 
+>>> import numpy as np
 >>> from robustlab.corruptions.transforms import RandomCorruption, PAPER_NOISE_AUGMENTATION
 >>> augment = RandomCorruption(PAPER_NOISE_AUGMENTATION, severities="1-5", seed=0)
->>> out = augment(images, ids=[(epoch, i) for i in batch_indices])   # uint8 NHWC (or a list)
+>>> images = np.zeros((4, 32, 32, 3), np.uint8)                  # uint8 NHWC (or a list)
+>>> augment(images, ids=[(0, i) for i in range(4)]).shape        # ids: (epoch, index)
+(4, 32, 32, 3)
 
 Each image gets exactly one corruption (with probability ``p``; else it is returned unchanged)
 and one severity, both drawn from a seed derived from ``(seed, id)``; the corruption itself is

@@ -9,13 +9,16 @@ size, setting, RMSE, frame offsets...). :func:`collate` turns a list of samples 
 pixels when they share a shape, else keeps them as a list (detectors get their images at
 native size). ``predict(model, batch, config)`` receives pixels and context together.
 
->>> @dataclass(frozen=True)
-... class Where:
-...     native_hw: tuple[int, int]
-...     rmse: float
->>> b = collate([Sample("a.jpg", 3, img_a, Where((480, 640), 1.5)), Sample("b.jpg", 7, img_b, Where((375, 500), 2.0))])
->>> b.context["native_hw"]          # int64 (2, 2)
->>> b.inputs(device)                # float [0, 1], channels first: (N, 3, H, W), or a list when sizes differ
+Example::
+
+    @dataclass(frozen=True)
+    class Where:
+        native_hw: tuple[int, int]
+        rmse: float
+
+    b = collate([Sample("a.jpg", 3, img_a, Where((480, 640), 1.5)), Sample("b.jpg", 7, img_b, Where((375, 500), 2.0))])
+    b.context["native_hw"]          # int64 (2, 2)
+    b.inputs(device)                # float [0, 1], channels first: (N, 3, H, W), or a list when sizes differ
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """``robustlab finetune``: fine-tune any classifier on an image folder or a video frame set.
 
->>> from robustlab.train import finetune
->>> spec = finetune("torchvision:resnet50", "ILSVRC2012/train", out="runs/r50-vid30",
-...                 classes="vid30", augment="paper-noise", epochs=5, seed=0)
->>> spec
-'finetuned:/.../runs/r50-vid30@3f2a9c1b0d4e'       # robustlab evaluate --model <spec> ...
+Example (with the data at hand)::
+
+    from robustlab.train import finetune
+    spec = finetune("torchvision:resnet50", "ILSVRC2012/train", out="runs/r50-vid30",
+                    classes="vid30", augment="paper-noise", epochs=5, seed=0)
+    spec   # 'finetuned:/.../runs/r50-vid30@3f2a9c1b0d4e': robustlab evaluate --model <spec> ...
 
 The recipe (every choice is a named setting, stored with the model):
 
