@@ -110,26 +110,41 @@ def corrupt_command(
         raise typer.Exit(1)
 
 
+#: What `robustlab list` lists: each kind from its registry.
+LIST_KINDS = ("corruptions", "perturbations", "benchmarks", "executors", "models", "attacks", "profiles")
+
+
 @app.command("list")
 def list_command(
-    what: str = typer.Argument("corruptions", help="corruptions or profiles."),
+    what: str = typer.Argument("corruptions", help="corruptions, perturbations, benchmarks, executors, models "
+                               "(model sources), attacks or profiles."),
     subset: str = typer.Option("registered", "--subset", help="Corruption subset: registered (every one), all "
                                "(ImageNet-C's 19), benchmark, holdout, a group, c-bar, imagenet-c-bar or "
                                "cifar10-c-bar."),
 ) -> None:
-    """List the registered corruptions (name, group, set, torch backend parity) or the parameter profiles."""
+    """List what is registered (robustlab's and installed plugins'): corruptions (name, group, set, torch
+    backend parity), perturbations, benchmarks (family, task, headline, options), executors (options),
+    model sources, attacks, or the corruption parameter profiles."""
     from rich.console import Console
     from rich.table import Column, Table
 
-    from .corruptions import PROFILES, get_corruption, list_corruptions
-    from .corruptions.registry import IMAGENET_C
     from .errors import unknown_name
 
+    if what not in LIST_KINDS:
+        raise unknown_name("list", what, LIST_KINDS)
     if what == "profiles":
+        from .corruptions import PROFILES
+
         typer.echo("\n".join(PROFILES))
         return
-    if what != "corruptions":
-        raise unknown_name("list", what, ["corruptions", "profiles"])
+    table = {"corruptions": _corruption_table, "perturbations": _perturbation_table, "benchmarks": _benchmark_table,
+             "executors": _executor_table, "models": _model_source_table, "attacks": _attack_table}[what]
+    Console().print(table(Table, Column, subset))
+
+
+def _corruption_table(Table, Column, subset: str):
+    from .corruptions import get_corruption, list_corruptions
+    from .corruptions.registry import IMAGENET_C
     from .corruptions.torch.parity import load_parity, parity_status  # no torch import
 
     parity = load_parity()
@@ -141,7 +156,57 @@ def list_command(
         kind = ("benchmark" if c.benchmark else "held-out") if IMAGENET_C in c.sets else ", ".join(c.sets) or "–"
         table.add_row(name, c.group, kind, "yes" if c.seedable else "no",
                       parity_status(name, parity) if c.has_torch_kernel else "no torch kernel (numpy only)")
-    Console().print(table)
+    return table
+
+
+def _perturbation_table(Table, Column, subset: str):
+    from .perturbations.registry import registered
+
+    table = Table(Column("name", no_wrap=True), "kind", "set", "frames (ImageNet / CIFAR)")
+    for p in registered():
+        table.add_row(p.name, "noise" if p.noise else "temporal", "test" if p.test else "validation",
+                      f"{p.frames['imagenet']} / {p.frames['cifar']}")
+    return table
+
+
+def _benchmark_table(Table, Column, subset: str):
+    from .engine.benchmark import BENCHMARKS, list_benchmarks
+
+    table = Table(Column("name", no_wrap=True), "family", "task", "headline", "options")
+    for name in list_benchmarks():
+        cls = BENCHMARKS.get(name)
+        table.add_row(name, cls.family or "–", cls.task, ", ".join(h.label for h in cls.headline) or "–",
+                      ", ".join(cls.schema().names()) or "–")
+    return table
+
+
+def _executor_table(Table, Column, subset: str):
+    from .engine.executor import EXECUTORS
+
+    table = Table(Column("name", no_wrap=True), "options", "what")
+    for name in EXECUTORS.names():
+        cls = EXECUTORS.get(name)
+        table.add_row(name, ", ".join(cls.schema().names()) or "–", (cls.__doc__ or "").strip().split("\n")[0])
+    return table
+
+
+def _model_source_table(Table, Column, subset: str):
+    from .models.registry import MODEL_SOURCES, get_source
+
+    table = Table(Column("spec prefix", no_wrap=True), "what")
+    for prefix in MODEL_SOURCES.names():
+        table.add_row(f"{prefix}:", (get_source(prefix).__doc__ or "").strip().split("\n")[0])
+    return table
+
+
+def _attack_table(Table, Column, subset: str):
+    from .attacks import ATTACK_REGISTRY
+
+    table = Table(Column("name", no_wrap=True), "settings", "what")
+    for name in ATTACK_REGISTRY.names():
+        attack = ATTACK_REGISTRY.get(name)
+        table.add_row(name, ", ".join(attack.settings) or "–", (attack.single.__doc__ or "").strip().split("\n")[0])
+    return table
 
 
 demo_app = typer.Typer(help="The main job on the embedded default: every benchmark on bundled data.",

@@ -120,6 +120,11 @@ class Registry(Generic[T]):
         except KeyError:
             raise unknown_name(self.kind, name, self.names()) from None
 
+    def registered_so_far(self) -> list[T]:
+        """The items registered until now, without importing plugins (for checks made while
+        registering: a lookup then would import plugins in the middle of a registration)."""
+        return list(self._items.values())
+
     def names(self) -> list[str]:
         self.load_plugins()
         return list(self._items) + [n for n in self._lazy if n not in self._items]

@@ -132,12 +132,14 @@ def declare(name: str, *, group: str, kernel: Kernel | str, benchmark: bool = Tr
     """Register the corruption ``name`` (see :class:`Corruption` for the fields); ``kernel`` and
     ``torch_kernel`` may name their function as ``"module:function"`` (a leading dot: relative to
     :mod:`robustlab.corruptions`), imported on first use."""
-    taken = [*SUBSET_ALIASES, *group_names(), *set_names()]
+    so_far = CORRUPTIONS.registered_so_far()  # no plugin import in the middle of a registration
+    taken = [*SUBSET_ALIASES, *{c.group for c in so_far}, *{s for c in so_far for s in c.sets}]
     if not name or not isinstance(name, str) or "," in name or name in taken:
         raise InputError(f"corruption name {name!r} must be a non-empty string without commas and not a subset, "
                          f"group or set name ({', '.join(taken)}).")
     for kind, value in (("group", group), *(("set", s) for s in sets)):
-        if not value or not isinstance(value, str) or "," in value or value in SUBSET_ALIASES or value in CORRUPTIONS:
+        if not value or not isinstance(value, str) or "," in value or value in SUBSET_ALIASES or \
+                any(c.name == value for c in so_far):
             raise InputError(f"corruption {kind} {value!r} of {name!r} must be a non-empty string without commas that "
                              "is neither a subset alias nor a corruption name.")
     if torch_rounding not in ROUNDINGS:
