@@ -208,7 +208,9 @@ def summarize(record: dict) -> str:
     """One line for a person: versions, CPU, GPU and how the stack compares with the lock."""
     packages = record.get("packages") or {}
     parts = [f"robustlab {record.get('robustlab')}", f"Python {record.get('python')}"]
-    parts += [f"{name} {version}" for name, version in packages.items() if version]
+    order = {name: i for i, name in enumerate(RECORDED_PACKAGES)}  # stored records come back key-sorted
+    parts += [f"{name} {version}" for name, version in sorted(packages.items(), key=lambda kv: order.get(kv[0], 99))
+              if version]
     gpu = record.get("gpu")
     parts.append(f"CPU {record.get('cpu')}")
     parts.append(f"GPU {gpu['name']} (driver {gpu.get('driver')}, CUDA {gpu.get('cuda')})" if gpu else "no GPU")

@@ -58,6 +58,12 @@ def _script(name: str):
     return module
 
 
+def setting(result) -> tuple:
+    """What names a demo run across two output folders (run ids name the data's path): benchmark,
+    model and, for the adversarial runs (FGSM and PGD of one model), the attack."""
+    return result.benchmark, result.model, result.config.get("attack")
+
+
 def canonical(rows) -> list[tuple]:
     """Metric rows, sorted, with NaN (an undefined metric, e.g. a ratio over no pairs) made comparable."""
     return sorted((m, s, None if v != v else v) for m, s, v in rows)
@@ -126,12 +132,13 @@ def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
         for name, value in ratios.items():  # defined (over the measurable terms), and in range
             assert value is not None and RATIO_RANGE[0] < value < RATIO_RANGE[1], (name, ratios)
         before = {r.run_id: canonical(r.metrics) for r in results}
-        by_setting = {(r.benchmark, r.model): canonical(r.metrics) for r in results}
-        predictions = {(r.benchmark, r.model): st.read_predictions(r.run_id) for r in results}
+        by_setting = {setting(r): canonical(r.metrics) for r in results}
+        predictions = {setting(r): st.read_predictions(r.run_id) for r in results}
+        assert len(by_setting) == len(results)  # one run per setting
     with open_store(second.store) as st:
-        assert {(r.benchmark, r.model): canonical(r.metrics) for r in collect_results(st)} == by_setting
+        assert {setting(r): canonical(r.metrics) for r in collect_results(st)} == by_setting
         for r in collect_results(st):  # and every per-sample prediction, column by column
-            assert compare_columns(predictions[(r.benchmark, r.model)], st.read_predictions(r.run_id)) == [], r.model
+            assert compare_columns(predictions[setting(r)], st.read_predictions(r.run_id)) == [], setting(r)
     third = demo_run.run_demo(tmp_path / "a", quick=True, progress=False, log=lambda s: None)
     assert third.runs == first.runs
     with open_store(third.store) as st:

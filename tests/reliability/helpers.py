@@ -28,6 +28,17 @@ from robustlab.cli import main
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 MODELS = Path(__file__).with_name("models.py")
+
+
+def sigint_as_a_terminal_sends_it() -> None:
+    """``preexec_fn`` of a child a test will interrupt with SIGINT: restore SIGINT's default action.
+
+    A shell starts background jobs (``make test &``, a CI runner's detached step) with SIGINT
+    ignored, children inherit that, and Python then never raises KeyboardInterrupt: the Ctrl-C tests
+    would see the command finish with exit 0. A terminal's Ctrl-C reaches a process that has the
+    default action, which is what these tests mean to test.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 #: Arguments every evaluate call of the matrix shares: a tiny 2-class model, no workers.
 EVALUATE = ["evaluate", "--model", f"python:{MODELS}:make_two_class", "--resize", "32", "--crop", "32",
             "--workers", "0", "--no-progress"]

@@ -18,7 +18,7 @@ import typer
 from robustlab import cli
 from robustlab.errors import DataError, one_line_message
 
-from .helpers import SRC, assert_error, image_folder, run
+from .helpers import SRC, assert_error, image_folder, run, sigint_as_a_terminal_sends_it
 
 
 @contextmanager
@@ -112,7 +112,7 @@ def test_ctrl_c_exits_130_and_keeps_finished_outputs(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen([sys.executable, "-m", "robustlab.cli", "corrupt", str(src), str(tmp_path / "out"), "-c",
                              "all", "-s", "1-5", "-j", "1", "--no-progress"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_a_terminal_sends_it)
     deadline = time.time() + 120
     while time.time() < deadline and not any((tmp_path / "out").rglob("*.jpg")):
         time.sleep(0.1)

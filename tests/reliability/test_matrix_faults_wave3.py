@@ -18,7 +18,7 @@ import torch
 
 from robustlab.data.builds import output_lock
 
-from .helpers import EVALUATE, MODELS, SRC, assert_error, assert_ok, image_folder, run
+from .helpers import EVALUATE, MODELS, SRC, assert_error, assert_ok, image_folder, run, sigint_as_a_terminal_sends_it
 
 FINETUNE = ["--model", f"python:{MODELS}:make_mean_colour", "--workers", "0", "--device", "cpu", "--no-progress"]
 
@@ -154,7 +154,8 @@ def test_ctrl_c_while_the_forkserver_preloads_prints_no_traceback(tmp_path):
     (tmp_path / "slow_import.py").write_text("import time\ntime.sleep(20)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(tmp_path)])}
     proc = subprocess.Popen([sys.executable, "-c", SLOW_PRELOAD.format(folder=str(tmp_path))], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=sigint_as_a_terminal_sends_it)
     time.sleep(4)  # the forkserver is importing slow_import now
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
     _, err = proc.communicate(timeout=60)

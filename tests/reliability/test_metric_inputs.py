@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import robustlab.metrics as M
+from robustlab.metrics.corruption_bar import CBAR_SETS
 from robustlab.errors import DataError, InputError
 
 B = M.BENCHMARK_CORRUPTIONS
@@ -87,6 +88,7 @@ MMDET = {c: {s: {"bbox": {**{n: 0.3 for n in M.COCO_STAT_NAMES}}} for s in range
 COCO_GT = {"images": [{"id": 1, "width": 40, "height": 40}],
            "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}],
            "categories": [{"id": 1, "name": "a"}]}
+CBAR_ERRORS = {c: [0.4, 0.5, 0.6, 0.7, 0.8] for c in CBAR_SETS["imagenet-c-bar"]}
 RNG_SEQ = np.array([[0, 0, 1, 1, 1], [2, 2, 2, 0, 0]])
 RANKINGS = np.array([[[0, 1, 2, 3, 4], [1, 0, 2, 3, 4], [1, 0, 2, 3, 5]]])
 
@@ -104,7 +106,22 @@ CASES: dict[str, Case] = {
     "relative_corruption_errors": Case(M.relative_corruption_errors, [Arg(ERRORS, "fraction"), Arg(0.3, "fraction")]),
     "relative_mce": Case(M.relative_mce, [Arg(ERRORS, "fraction"), Arg(0.3, "fraction")]),
     "corruption_subset": Case(M.corruption_subset, [Arg("holdout")]),
+    "corruption_error_terms": Case(M.corruption_error_terms, [Arg(ERRORS, "fraction")]),
+    "relative_ce_terms": Case(M.relative_ce_terms, [Arg(ERRORS, "fraction"), Arg(0.3, "fraction")]),
+    "relative_mce_detail": Case(M.relative_mce_detail, [Arg(ERRORS, "fraction"), Arg(0.3, "fraction")]),
+    "mce_bar": Case(M.mce_bar, [Arg(CBAR_ERRORS, "fraction"), Arg("imagenet-c-bar")]),
+    "cbar_summary": Case(M.cbar_summary, [Arg(CBAR_ERRORS, "fraction"), Arg("imagenet-c-bar")]),
+    # ratios to a baseline
+    "binomial_margin": Case(M.binomial_margin, [Arg(0.3, "fraction"), Arg(100, "count", empty_ok=True)]),  # None: published
+    "mean_margin": Case(M.mean_margin, [Arg([0.1, 0.2, 0.4], "real")]),
+    "normalised_term": Case(M.normalised_term, [Arg("fog"), Arg(0.5, "real"), Arg(0.6, "real"), Arg(0.01, "nonneg")]),
+    # effective robustness
+    "fit_trend": Case(M.fit_trend, [Arg([0.5, 0.6, 0.7, 0.8], "fraction"), Arg([0.3, 0.42, 0.5, 0.66], "fraction")]),
     # stability
+    "flip_rate_terms": Case(M.flip_rate_terms, [Arg({p: 0.1 for p in T}, "fraction")]),
+    "top5_distance_rate_terms": Case(M.top5_distance_rate_terms, [Arg({p: 2.0 for p in T}, "t5d")]),
+    "mfr_detail": Case(M.mfr_detail, [Arg({p: 0.1 for p in T}, "fraction")]),
+    "mt5d_detail": Case(M.mt5d_detail, [Arg({p: 2.0 for p in T}, "t5d")]),
     "flip_probability": Case(M.flip_probability, [Arg(RNG_SEQ, "index")], {"noise": False}),
     "sequence_flip_probabilities": Case(M.sequence_flip_probabilities, [Arg(RNG_SEQ, "index")], {"noise": False}),
     "flip_counts": Case(M.flip_counts, [Arg(RNG_SEQ, "index")], {"noise": True}),
@@ -202,6 +219,10 @@ NOT_METRICS = {
     "rpc_undefined_reason": "explains a NaN rPC",
     "ap_from_matches": "takes ImageMatches made by match_image (covered through ap_per_class)",
     "per_class_accuracy": "takes a PmkResult made by pmk_accuracy",
+    "get_cbar_baseline": "a lookup by name",
+    "mean_of_defined": "averages NormalisedTerm objects made by the *_terms functions (checked there)",
+    "read_reference_points": "reads a file (bad rows: tests/metrics/test_effective_robustness.py)",
+    "trend_or_reason": "fit_trend's wrapper that turns its InputError into a reason for show and the report",
 }
 
 

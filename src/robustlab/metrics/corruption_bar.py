@@ -24,6 +24,7 @@ import numpy as np
 
 from ..corruptions.cbar.tables import SETS
 from ..errors import InputError, unknown_name
+from ._checks import as_fraction_array
 from .corruption import CorruptionBaseline, corruption_errors
 
 __all__ = ["CBAR_BASELINES", "CBAR_SETS", "CBarSummary", "PUBLISHED_CBAR_ERRORS", "cbar_summary",
@@ -131,7 +132,7 @@ def cbar_summary(errors: Mapping[str, Any], set_name: str, *,
     missing = [c for c in names if c not in errors]
     if missing:
         raise InputError(f"{set_name} needs all of its 10 corruptions; missing {', '.join(missing)}.")
-    means = {c: float(np.mean(np.asarray(errors[c], dtype=float))) for c in names}
+    means = {c: float(np.mean(as_fraction_array(errors[c], f"errors[{c!r}]"))) for c in names}
     base = get_cbar_baseline(set_name, baseline) if isinstance(baseline, str) else baseline
     ce = corruption_errors({c: errors[c] for c in names}, baseline=base, subset=list(names))
     name = base.name if isinstance(base, CorruptionBaseline) else "custom"

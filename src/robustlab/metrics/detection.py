@@ -705,6 +705,8 @@ def _check_coco_inputs(gt: Mapping[str, Any], results: Sequence[Mapping[str, Any
                              "category_id, bbox [x, y, w, h] and score.")
         check_scalar(r["score"], f"results[{i}].score")
         _coco_box(r["bbox"], f"results[{i}].bbox")
+        for key in ("image_id", "category_id"):
+            _coco_id(r[key], f"results[{i}].{key}")  # a number or a name, never a dict, list or bool
         if r["category_id"] not in cat_ids or isinstance(r["category_id"], bool):
             raise InputError(f"COCO result {i} has unknown category_id {r['category_id']!r}; "
                              f"the ground truth has {sorted(cat_ids, key=str)}.")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ._checks import as_float_array, check_fraction, check_scalar
 
 __all__ = [
     "Z_95",
@@ -100,10 +101,10 @@ def normalised_term(name: str, numerator: float, denominator: float, margin: flo
     margin : float
         Sampling margin of the denominator (>= 0; 0 when it is a published, exact number).
     """
-    values = (float(numerator), float(denominator), float(margin))
-    if not all(math.isfinite(v) for v in values):
-        raise InputError(f"{name}: numerator, denominator and margin must be finite numbers; got {values}.")
-    num, den, mar = values
+    if not isinstance(name, str) or not name:
+        raise InputError(f"a ratio's name must be a non-empty string (e.g. 'zoom_blur'); got {name!r}.")
+    num, den, mar = (check_scalar(v, f"{name}: the {what}") for v, what in
+                     ((numerator, "numerator"), (denominator, "denominator"), (margin, "margin")))
     if mar < 0:
         raise InputError(f"{name}: the sampling margin must be >= 0; got {mar}.")
     return NormalisedTerm(name, num, den, mar, num / den if den > mar and den > 0 else None)
@@ -153,16 +154,23 @@ def binomial_margin(p: float, n: float, z: float = Z_95) -> float:
 
     ``n`` may be None or 0 for a published proportion without a sample size: the margin is 0.
     """
-    if not n:
+    p = check_fraction(p, "p")
+    if n is None:
         return 0.0
-    p = min(max(float(p), 0.0), 1.0)
-    return float(z * math.sqrt(p * (1.0 - p) / float(n)))
+    trials = check_scalar(n, "n")
+    if trials < 0 or trials != int(trials):
+        raise InputError(f"n must be a count of trials (an integer >= 0, or None); got {n!r}.")
+    if trials == 0:
+        return 0.0
+    return float(z * math.sqrt(p * (1.0 - p) / trials))
 
 
 def mean_margin(values: Sequence[float] | np.ndarray, z: float = Z_95) -> float:
     """Sampling margin ``z * std / sqrt(m)`` of the mean of ``m`` independent values (e.g. the
     per-sequence flip probabilities whose mean is a flip probability); 0 for fewer than 2."""
-    arr = np.asarray(values, dtype=float).ravel()
+    arr = as_float_array(values, "values").ravel()
+    if arr.size == 0:
+        raise InputError("values is empty: the margin of a mean needs at least one value.")
     if arr.size < 2:
         return 0.0
     return float(z * arr.std(ddof=1) / math.sqrt(arr.size))
