@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
-from robustlab.benchmarks.detection_inputs import DetectionImages
 from robustlab.corruptions import corrupt, corrupt_batch, corrupt_item, item_seed
 from robustlab.corruptions.dataset import corrupt_dataset, make_settings
 from robustlab.corruptions.transforms import RandomCorruption
@@ -53,10 +53,16 @@ def test_every_path_gives_an_item_the_same_pixels(tmp_path):
     for i, rel in enumerate(view.ids):
         np.testing.assert_array_equal(view.read(i), want[rel])
 
+
+def test_detection_images_use_the_item_seed(tmp_path):
+    pytest.importorskip("torch")  # the detection benchmarks need it (not the numpy kernels: the drift check runs without)
+    from robustlab.benchmarks.detection_inputs import DetectionImages
+
+    images = write_images(tmp_path / "src")
     det = DetectionImages(str(tmp_path / "src"), tuple(images), np.arange(2), np.zeros((2, 2), np.int64), 1, NAME,
                           SEVERITY, SEED)
-    for i, rel in enumerate(images):
-        np.testing.assert_array_equal(det.read(i), want[rel])
+    for i, (rel, img) in enumerate(images.items()):
+        np.testing.assert_array_equal(det.read(i), corrupt_item(img, NAME, SEVERITY, seed=SEED, item=rel))
 
 
 def test_random_corruption_seeds_its_draw_with_the_item_seed():
