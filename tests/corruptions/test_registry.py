@@ -70,7 +70,7 @@ def test_a_registered_corruption_appears_in_list_resolve_the_cli_and_the_docs_ta
     assert corrupt(np.zeros((32, 32, 3), np.uint8), name, 2).max() == 20
     assert f"`{name}`" in corruption_table()
     listed = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
-    assert listed.exit_code == 0 and name in listed.output and "no torch kernel" in listed.output
+    assert listed.exit_code == 0 and name in listed.output and "numpy only" in listed.output
 
 
 def test_a_corruption_without_a_torch_kernel_is_refused_with_the_fix(plugin_corruption):
