@@ -702,8 +702,11 @@ def main(argv: list[str] | None = None) -> None:
     anything unexpected 3, with a hint. ``--debug`` (or ``ROBUSTLAB_DEBUG=1``) also prints the
     traceback.
     """
+    from . import interrupts
     from .fsutil import explain_os_error
 
+    interrupts.reset()
+    interrupts.install()  # a Ctrl-C that a library swallows still ends the run as interrupted
     _cli_state["debug"] = os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes")
     code = EXIT_OK
     try:
@@ -712,31 +715,39 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, typer.Abort) as exc:
         _report("interrupted.", exc)
         code = EXIT_INTERRUPTED
-    except typer.TyperException as exc:  # usage errors: unknown option, missing argument...
+    except Exception as exc:  # noqa: BLE001 - every error becomes one line and its exit code
+        code = _exit_code_for(exc, explain_os_error)
+    sys.exit(code)
+
+
+def _exit_code_for(exc: Exception, explain_os_error) -> int:
+    """Report ``exc`` in one line and return the exit code of its kind (see :func:`main`)."""
+    from . import interrupts
+
+    if interrupts.requested():  # the error came from a Ctrl-C that a library turned into something else
+        _report("interrupted.", exc)
+        return EXIT_INTERRUPTED
+    if isinstance(exc, typer.TyperException):  # usage errors: unknown option, missing argument...
         show = getattr(exc, "show", None)
         if show is not None:
             show()
         else:
             _report(exc.format_message(), exc)
-        code = exc.exit_code
-    except RobustlabError as exc:
+        return exc.exit_code
+    if isinstance(exc, RobustlabError):
         _report(one_line_message(exc), exc)
-        code = EXIT_ERROR
-    except UnicodeDecodeError as exc:  # a binary file where a text one (config, JSON, listing) was expected
+    elif isinstance(exc, UnicodeDecodeError):  # a binary file where a text one (config, JSON, listing) was expected
         _report(f"a file given as text is not text (UTF-8): {exc}. Check the files named on the command line "
                 "(a binary file passed where a config, JSON or listing was expected).", exc)
-        code = EXIT_ERROR
-    except OSError as exc:  # a full disk, a permission, a symlink loop met outside robustlab's own checks
+    elif isinstance(exc, OSError):  # a full disk, a permission, a symlink loop met outside robustlab's own checks
         _report(explain_os_error(exc, action="read or write"), exc)
-        code = EXIT_ERROR
-    except MemoryError as exc:
+    elif isinstance(exc, MemoryError):
         _report("out of memory: use a smaller --batch-size or fewer --workers, or a machine with more memory.", exc)
-        code = EXIT_ERROR
-    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a bare traceback
+    else:  # the last resort: one line, never a bare traceback
         _report(f"unexpected {type(exc).__name__}: {one_line_message(exc)} (robustlab did not expect this; "
                 "run again with --debug for the traceback and report it)", exc)
-        code = EXIT_BUG
-    sys.exit(code)
+        return EXIT_BUG
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -118,7 +118,7 @@ def test_ctrl_c_exits_130_and_keeps_finished_outputs(tmp_path):
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, (out, err)
     assert "interrupted" in err and "Traceback" not in err
     assert not list((tmp_path / "out").rglob("*.tmp"))
 

@@ -51,6 +51,7 @@ from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destin
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs
+from .. import interrupts
 from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, ensure_dir
 from .api import MIN_SIZE, corrupt_item
@@ -267,6 +268,7 @@ def run_task(task: Task) -> TaskResult:
         except DataError:
             raise  # the destination failed (disk full, permissions): stop the run, it is not this image
         except Exception as exc:  # a kernel failed on this image: report it, keep going
+            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
             return TaskResult(task.relative, written, len(task.severities) - written, "error",
                               f"{item.corruption}/{severity}: {type(exc).__name__}: {exc}")
         written += 1

@@ -40,6 +40,7 @@ from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import default_workers, run_jobs
+from .. import interrupts
 from ..errors import DataError, InputError, RobustlabError, unknown_name
 from ..fsutil import ensure_dir
 from ..seeding import derive_seed
@@ -151,6 +152,7 @@ def run_task(task: Task) -> TaskResult:
         except DataError:
             raise  # the destination failed (disk full, permissions): stop the run
         except Exception as exc:  # a generator or encoder failed on this image: report it, keep going
+            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
             return TaskResult(task.relative, written, len(task.perturbations) - written, "error",
                               f"{name}: {type(exc).__name__}: {exc}")
         written += 1
