@@ -15,7 +15,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "robustlab"
 
 LAYERS = [
-    {"errors", "lazy", "seeding", "fsutil", "safeload", "registry", "environment"},
+    {"errors", "lazy", "seeding", "fsutil", "safeload", "registry", "environment", "interrupts"},
     {"data", "store", "models"},
     {"corruptions", "perturbations"},
     {"metrics"},

@@ -146,4 +146,4 @@ def test_list_shows_the_sets_and_no_torch_kernel():
     out = CliRunner().invoke(app, ["list", "--subset", "cifar10-c-bar"], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "pinch_and_twirl" in out.output and "perlin_noise" not in out.output
-    assert "no torch kernel" in out.output and "cifar10-c-bar" in out.output
+    assert "numpy only" in out.output and "cifar10-c-bar" in out.output

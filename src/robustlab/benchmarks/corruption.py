@@ -104,10 +104,32 @@ def select_corruptions(spec: str | Iterable[str] | None, available: Iterable[str
     return resolve_corruptions(spec)
 
 
-def _class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
+def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
+    """``classes`` in blocks of ``per_unit`` (one unit each), or one block when ``per_unit`` is falsy."""
     if not per_unit:
         return [classes]
     return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
+
+
+def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
+    """The samples of one unit of a corruption benchmark (ImageNet-C, ImageNet-C-bar): a CIFAR-C
+    array slice, a class block of a released folder, or a block of clean images corrupted on the
+    fly (by the ``corruption_backend`` of ``config``, numpy when it has none)."""
+    if config["layout"] == "cifar":
+        c, s = unit.setting.split("/")
+        return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
+            unit.params["start"], unit.params["stop"])
+    images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
+                               limit=config["limit"])
+    if config["layout"] != "on-the-fly":
+        return images
+    images = PreparedSamples(images, imagenet_c_geometry())
+    if unit.setting == CLEAN:
+        return images
+    c, s = unit.setting.split("/")
+    if config.get("corruption_backend", "numpy") == "torch":
+        return DeviceCorruptedSamples(images, c, int(s))
+    return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
 
 
 def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]]) -> CorruptionBaseline:
@@ -607,7 +629,7 @@ class ImageNetC(Benchmark):
             return units
         per_unit = None if config["limit"] else config["classes_per_unit"]
         if config["layout"] == "on-the-fly":
-            blocks = _class_blocks(class_folders(root), per_unit)
+            blocks = class_blocks(class_folders(root), per_unit)
             settings = ([CLEAN] if config["clean"] else []) + _settings(config["corruptions"], config["severities"])
             return [Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(root), "classes": block})
                     for setting in settings for k, block in enumerate(blocks)]
@@ -625,29 +647,15 @@ class ImageNetC(Benchmark):
                           else f"{folder / extra[0]} is not in {ref_setting}")
                 raise DataError(f"ImageNet-C settings disagree: {detail}. The download is incomplete; "
                                 "re-extract it or leave the setting out.")
-            for k, block in enumerate(_class_blocks(classes, per_unit)):
+            for k, block in enumerate(class_blocks(classes, per_unit)):
                 units.append(Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(folder), "classes": block}))
         if config.get("clean_data"):
-            for k, block in enumerate(_class_blocks(class_folders(config["clean_data"]), per_unit)):
+            for k, block in enumerate(class_blocks(class_folders(config["clean_data"]), per_unit)):
                 units.append(Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block}))
         return units
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
-        if config["layout"] == "cifar":
-            c, s = unit.setting.split("/")
-            return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
-                unit.params["start"], unit.params["stop"])
-        images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                                   limit=config["limit"])
-        if config["layout"] != "on-the-fly":
-            return images
-        images = PreparedSamples(images, imagenet_c_geometry())
-        if unit.setting == CLEAN:
-            return images
-        c, s = unit.setting.split("/")
-        if config["corruption_backend"] == "torch":
-            return DeviceCorruptedSamples(images, c, int(s))
-        return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
+        return corruption_unit_samples(config, unit)
 
     def load(self, samples, i: int, prepare) -> Sample:
         if isinstance(samples, DeviceCorruptedSamples):  # corrupted in predict, then the model's own geometry

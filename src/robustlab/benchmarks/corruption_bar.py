@@ -18,8 +18,7 @@ from ..corruptions.cbar.tables import SETS, severity_folder
 from ..corruptions.checks import parse_severities
 from ..corruptions.registry import resolve_corruptions
 from ..corruptions.released import read_cifar_c
-from ..corruptions.views import corrupt_on_the_fly
-from ..data.classification import PreparedSamples, class_folders, read_image_folder, resolve_class_map
+from ..data.classification import class_folders, resolve_class_map
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import error_rows, setting_counts
 from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
@@ -29,18 +28,10 @@ from ..engine.schema import Option
 from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
-from .corruption import CLEAN, SELF, baseline_from_run, imagenet_c_geometry, related_corruption_runs
+from .corruption import (CLEAN, SELF, baseline_from_run, class_blocks, corruption_unit_samples,
+                         related_corruption_runs)
 
 N_SEVERITIES = 5
-#: Options of ``imagenet-c-bar`` (for the message on an unknown one).
-
-def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
-    """``classes`` in consecutive blocks of ``per_unit`` (one block when None)."""
-    if not per_unit:
-        return [classes]
-    return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
-
-
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
                  clean_predictions: Mapping[str, Mapping[str, np.ndarray]] | None = None,
                  baseline: CorruptionBaseline | None = None) -> list[MetricRow]:
@@ -225,19 +216,7 @@ class ImageNetCBar(Benchmark):
                 yield Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block})
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
-        if config["layout"] == "cifar":
-            c, s = unit.setting.split("/")
-            return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
-                unit.params["start"], unit.params["stop"])
-        images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                                   limit=config["limit"])
-        if config["layout"] != "on-the-fly":
-            return images
-        images = PreparedSamples(images, imagenet_c_geometry())
-        if unit.setting == CLEAN:
-            return images
-        c, s = unit.setting.split("/")
-        return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
+        return corruption_unit_samples(config, unit)
 
     def metrics(self, config, predictions, related=None) -> list[MetricRow]:
         clean = None
