@@ -339,7 +339,7 @@ def on_the_fly(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path
     # crop 224, batches of 256; ImageNet-Sketch's reader is a plain <wnid>/<image> folder). Twice:
     # the second pass, with the workers' caches and the device warm, is the figure.
     clean_bench = get_benchmark("imagenet-sketch")
-    clean_config = clean_bench.configure(str(folder))
+    clean_config = clean_bench.config_for(str(folder))
     for attempt in range(2):
         clock.check()
         clean_rate, seconds, _ = engine_rate(clean_bench, clean_config, "clean", sizes.fly_images)
@@ -349,7 +349,7 @@ def on_the_fly(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path
     bench = get_benchmark("imagenet-c")
     for backend in ("torch", "numpy"):
         clock.check()
-        config = bench.configure(str(folder), on_the_fly=True, corruption_backend=backend,
+        config = bench.config_for(str(folder), on_the_fly=True, corruption_backend=backend,
                                  corruptions=sizes.fly_corruptions, severities="3", clean=False)
         n = len(config["corruptions"]) * sizes.fly_images
         rate, seconds, first = engine_rate(bench, config, f"on-the-fly {backend}", n)

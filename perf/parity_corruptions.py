@@ -239,7 +239,7 @@ def imagemagick_motion_parity(images: dict[str, np.ndarray], seed: int) -> str:
     from refenv import run_imagemagick_motion_blur
 
     from robustlab.corruptions.blur import MOTION
-    from robustlab.corruptions._kernels import severity_param
+    from robustlab.corruptions.ops import severity_param
 
     keys = list(images)
     jobs, ours = [], []

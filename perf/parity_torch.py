@@ -187,8 +187,8 @@ def glass_same_offsets(images: dict[str, np.ndarray], seed: int) -> list[dict]:
     against the numpy path's sequential loop, and a naive one-pass parallel copy against the
     loop (fractions of pixels that differ, largest over the images).
     """
-    from robustlab.corruptions._kernels import glass_shuffle as sequential_shuffle
-    from robustlab.corruptions._kernels import severity_param
+    from robustlab.corruptions.ops import glass_shuffle as sequential_shuffle
+    from robustlab.corruptions.ops import severity_param
     from robustlab.corruptions.blur import GLASS
     from robustlab.corruptions.torch.blur import glass_blur_offsets, glass_shuffle
     from robustlab.corruptions.torch.ops import to_levels

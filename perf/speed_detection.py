@@ -152,7 +152,7 @@ def run_robustlab(model, root: Path, corruptions, severities, workers: int, batc
                       workers=workers, batch_size=batch, device="cpu", progress=False)
     e2e = now() - t0
     bench = get_benchmark("coco-c")
-    config = bench.configure(str(root), corruptions=corruptions, severities=severities)
+    config = bench.config_for(str(root), corruptions=corruptions, severities=severities)
     units = bench.plan(config)
     # stage costs, each alone in this process (kernels already compiled by the run above)
     t_corrupt = 0.0
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.clock == "cpu":
         torch.set_num_threads(1)  # CPU time then measures the work, not the threads' spinning
     CLOCK.update(now=cpu_now if args.clock == "cpu" else time.perf_counter, name=args.clock)
-    from robustlab.corruptions.dataset import parse_severities
+    from robustlab.corruptions import parse_severities
     from robustlab.engine.executor import default_workers
 
     width, height = (int(v) for v in args.size.lower().split("x"))

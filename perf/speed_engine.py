@@ -59,6 +59,7 @@ from torch import nn
 
 from robustlab.data.images import write_image
 from robustlab.engine import Benchmark, Sample, Unit, evaluate, get_benchmark, register_benchmark
+from robustlab.engine.schema import Option
 from robustlab.engine.executor import LocalExecutor, ModelRef
 from robustlab.engine.work import UnitStream
 from robustlab.models import load_model
@@ -185,7 +186,7 @@ class NullStore:
 
 def executor_run(model, data: Path, batch_size: int, workers: int, real_store: bool) -> float:
     bench = get_benchmark("imagenet-c")
-    config = bench.configure(str(data))
+    config = bench.config_for(str(data))
     loaded = load_model(model, device="cpu")
     executor = LocalExecutor(workers)
     with tempfile.TemporaryDirectory() as tmp:
@@ -228,9 +229,9 @@ class SyntheticImageNetC(Benchmark):
     """75 settings x ``samples / 75`` names, 100 classes per unit, listed lazily."""
 
     name = "synthetic-imagenet-c"
+    options = (Option("samples", "int", 3_750_000, help="Samples, spread over the 75 settings."),)
 
-    def configure(self, data, *, samples=3_750_000, limit=None, corruptions=None, severities=None,
-                  save_logits=None):
+    def configure(self, data, *, samples):
         return {"data": data, "samples": int(samples), "num_classes": 1000}
 
     def plan(self, config):

@@ -5,7 +5,7 @@ demo's store made before and after)::
 
     python scripts/compare_stores.py robustlab-demo-before/store robustlab-demo-after/store
 
-Runs are paired by id, or with ``--by model-benchmark`` by (model, benchmark) (when the two
+Runs are paired by id, or with ``--by model-benchmark`` by (model, benchmark, attack) (when the two
 stores evaluated data at different paths, which changes run ids). For every pair it compares
 the unit keys, each unit's column names, dtypes, shapes and values (NaN equal to NaN) and the
 stored metrics, and prints one line per run; the exit status is 1 when anything differs or a
@@ -49,6 +49,13 @@ def compare_metrics(a: list, b: list) -> list[str]:
     return [f"{len(diffs)} metric rows differ, e.g. {sorted(diffs)[:3]}"] if diffs else []
 
 
+def run_pairing_key(run) -> str:
+    """A run's name across two stores whose data lay at different paths: model, benchmark and
+    the config values that tell runs of one model apart (the attack of an adversarial run)."""
+    extra = [f"{k}={run.config[k]}" for k in ("attack",) if run.config.get(k) is not None]
+    return " / ".join([run.model, run.benchmark, *extra])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("a")
@@ -56,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by", choices=("id", "model-benchmark"), default="id")
     args = parser.parse_args(argv)
     failed = False
-    key = (lambda r: r.id) if args.by == "id" else (lambda r: f"{r.model} / {r.benchmark}")
+    key = (lambda r: r.id) if args.by == "id" else run_pairing_key
     with open_store(args.a) as sa, open_store(args.b) as sb:
         runs_a = {key(r): r for r in sa.list_runs()}
         runs_b = {key(r): r for r in sb.list_runs()}

@@ -8,6 +8,14 @@ generator; nothing reads or writes global random state.
 
 __version__ = "0.1.0"
 
+from .registry import builtin_plugins as _builtin_plugins  # noqa: E402
+
+# The built-in plugins, by entry-point group: imported the first time their registry is used, as
+# an installed package's entry points are. This is the one place that names them, so no layer
+# names the layers above it.
+_builtin_plugins("robustlab.benchmarks", "robustlab.benchmarks")
+_builtin_plugins("robustlab.model_sources", "robustlab.demo.models", "robustlab.train.finetuned")
+
 
 def __getattr__(name: str):
     # robustlab.evaluate without importing torch on `import robustlab` (the engine needs it).

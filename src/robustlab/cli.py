@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 
 from . import __version__
+from .cli_options import EvaluateCommand
 from .errors import RobustlabError, one_line_message
 
 #: Exit codes of every command (docs/errors.md): success; bad data or input (any robustlab
@@ -109,36 +110,104 @@ def corrupt_command(
         raise typer.Exit(1)
 
 
+#: What `robustlab list` lists: each kind from its registry.
+LIST_KINDS = ("corruptions", "perturbations", "benchmarks", "executors", "models", "attacks", "profiles")
+
+
 @app.command("list")
 def list_command(
-    what: str = typer.Argument("corruptions", help="corruptions or profiles."),
-    subset: str = typer.Option("all", "--subset", help="Corruption subset: all, benchmark, holdout, a group, "
-                               "c-bar, imagenet-c-bar or cifar10-c-bar."),
+    what: str = typer.Argument("corruptions", help="corruptions, perturbations, benchmarks, executors, models "
+                               "(model sources), attacks or profiles."),
+    subset: str = typer.Option("registered", "--subset", help="Corruption subset: registered (every one), all "
+                               "(ImageNet-C's 19), benchmark, holdout, a group, c-bar, imagenet-c-bar or "
+                               "cifar10-c-bar."),
 ) -> None:
-    """List the registered corruptions (name, group, set, torch backend parity) or the parameter profiles."""
+    """List what is registered (robustlab's and installed plugins'): corruptions (name, group, set, torch
+    backend parity), perturbations, benchmarks (family, task, headline, options), executors (options),
+    model sources, attacks, or the corruption parameter profiles."""
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    from .corruptions import PROFILES, get_corruption, list_corruptions
     from .errors import unknown_name
 
+    if what not in LIST_KINDS:
+        raise unknown_name("list", what, LIST_KINDS)
     if what == "profiles":
+        from .corruptions import PROFILES
+
         typer.echo("\n".join(PROFILES))
         return
-    if what != "corruptions":
-        raise unknown_name("list", what, ["corruptions", "profiles"])
-    from .corruptions.cbar import sets_of
+    table = {"corruptions": _corruption_table, "perturbations": _perturbation_table, "benchmarks": _benchmark_table,
+             "executors": _executor_table, "models": _model_source_table, "attacks": _attack_table}[what]
+    Console().print(table(Table, Column, subset))
+
+
+def _corruption_table(Table, Column, subset: str):
+    from .corruptions import get_corruption, list_corruptions
+    from .corruptions.registry import IMAGENET_C
     from .corruptions.torch.parity import load_parity, parity_status  # no torch import
 
     parity = load_parity()
-    table = Table("name", "group", "set", "faithful seeding", "torch parity")
-    for name in list_corruptions(subset):
+    names = list_corruptions(subset)
+    # names stay whole up to ImageNet-C's longest; longer ones (C-bar's) fold in a narrow terminal
+    table = Table(Column("name", overflow="fold", min_width=min(max(map(len, names)), 17)), "group", "set",
+                  "seedable", "torch parity")
+    for name in names:
         c = get_corruption(name)
-        cbar = c.group == "c-bar"
-        kind = ", ".join(sets_of(name)) if cbar else ("benchmark" if c.benchmark else "held-out")
+        kind = ("benchmark" if c.benchmark else "held-out") if IMAGENET_C in c.sets else ", ".join(c.sets) or "–"
         table.add_row(name, c.group, kind, "yes" if c.seedable else "no",
-                      "no torch kernel (numpy only)" if cbar else parity_status(name, parity))
-    Console().print(table)
+                      parity_status(name, parity) if c.has_torch_kernel else "numpy only")
+    return table
+
+
+def _perturbation_table(Table, Column, subset: str):
+    from .perturbations.registry import registered
+
+    table = Table(Column("name", no_wrap=True), "kind", "set", "frames (ImageNet / CIFAR)")
+    for p in registered():
+        table.add_row(p.name, "noise" if p.noise else "temporal", "test" if p.test else "validation",
+                      f"{p.frames['imagenet']} / {p.frames['cifar']}")
+    return table
+
+
+def _benchmark_table(Table, Column, subset: str):
+    from .engine.benchmark import BENCHMARKS, list_benchmarks
+
+    table = Table(Column("name", no_wrap=True), "family", "task", "headline", "options")
+    for name in list_benchmarks():
+        cls = BENCHMARKS.get(name)
+        table.add_row(name, cls.family or "–", cls.task, ", ".join(h.label for h in cls.headline) or "–",
+                      ", ".join(cls.schema().names()) or "–")
+    return table
+
+
+def _executor_table(Table, Column, subset: str):
+    from .engine.executor import EXECUTORS
+
+    table = Table(Column("name", no_wrap=True), "options", "what")
+    for name in EXECUTORS.names():
+        cls = EXECUTORS.get(name)
+        table.add_row(name, ", ".join(cls.schema().names()) or "–", (cls.__doc__ or "").strip().split("\n")[0])
+    return table
+
+
+def _model_source_table(Table, Column, subset: str):
+    from .models.registry import MODEL_SOURCES, get_source
+
+    table = Table(Column("spec prefix", no_wrap=True), "what")
+    for prefix in MODEL_SOURCES.names():
+        table.add_row(f"{prefix}:", (get_source(prefix).__doc__ or "").strip().split("\n")[0])
+    return table
+
+
+def _attack_table(Table, Column, subset: str):
+    from .attacks import ATTACK_REGISTRY
+
+    table = Table(Column("name", no_wrap=True), "settings", "what")
+    for name in ATTACK_REGISTRY.names():
+        attack = ATTACK_REGISTRY.get(name)
+        table.add_row(name, ", ".join(attack.settings) or "–", (attack.single.__doc__ or "").strip().split("\n")[0])
+    return table
 
 
 demo_app = typer.Typer(help="The main job on the embedded default: every benchmark on bundled data.",
@@ -187,7 +256,7 @@ def demo_gallery_command(
     corruption_demo.print_report(result)
 
 
-# --- report (issue 9) -----------------------------------------------------------------------
+# --- report -----------------------------------------------------------------------
 
 
 @app.command("report")
@@ -213,7 +282,7 @@ def report_command(
     typer.echo(f"wrote {path}")
 
 
-# --- adversarial study (issue 7) ----------------------------------------------------------
+# --- adversarial study ----------------------------------------------------------
 
 study_app = typer.Typer(help="Multi-seed studies (train, checkpoint, evaluate, compare).", no_args_is_help=True)
 app.add_typer(study_app, name="study")
@@ -233,7 +302,7 @@ def study_adversarial_command(
     typer.echo("wrote " + ", ".join(str(out / name) for name in OUTPUT_FILES))
 
 
-# --- natural perturbations from video (issue 6): video sample, video finalize ---------------
+# --- natural perturbations from video: video sample, video finalize ---------------
 
 video_app = typer.Typer(help="Build pm-k test sets from your videos: sample, review, finalize.",
                         no_args_is_help=True)
@@ -273,14 +342,14 @@ def video_finalize_command(
     typer.echo(format_summary(finalize(out, reviews, require_anchor_review=require_anchor_review)))
 
 
-# --- human review web app (issue 16): review serve, review add-user, review export ----------
+# --- human review web app: review serve, review add-user, review export ----------
 
 from .review.cli import review_app  # noqa: E402  (typer sub-app; its commands import lazily)
 
 app.add_typer(review_app, name="review")
 
 
-# --- perturbation sequences (issue 5): perturb ---------------------------------------------
+# --- perturbation sequences: perturb ---------------------------------------------
 
 
 @app.command("perturb")
@@ -315,7 +384,7 @@ def perturb_command(
         raise typer.Exit(1)
 
 
-# --- detection robustness (issue 8): import-mmdet, export-detection ---------------------------
+# --- detection robustness: import-mmdet, export-detection ---------------------------
 
 
 @app.command("import-mmdet")
@@ -352,46 +421,23 @@ def export_detection_command(
     typer.echo(str(export_results(result, out)))
 
 
-# --- evaluation engine (issue 4): evaluate, runs, show ------------------------------------
+# --- evaluation engine: evaluate, runs, show ------------------------------------
 
 
-@app.command("evaluate")
+@app.command("evaluate", cls=EvaluateCommand,
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 def evaluate_command(
+    ctx: typer.Context,
     model: str = typer.Option(..., "--model", "-m", help="torchvision:NAME[:WEIGHTS|:none], timm:NAME[:none], "
                               "onnx:PATH or python:MODULE_OR_FILE.py:CALLABLE."),
-    benchmark: str = typer.Option(..., "--benchmark", "-b", help="imagenet-c, corrupted, imagenet-p, imagenet-vid-robust, "
-                                 "adversarial-auc, coco-c, ... (a wrong name lists them all)."),
-    data: Path = typer.Option(..., "--data", "-d", help="Dataset root (ImageNet-C / CIFAR-10-C folder, or an "
-                              "image folder with class subfolders for `corrupted`)."),
-    corruptions: Optional[str] = typer.Option(None, "--corruptions", "-c", help="Names or subsets, comma-separated "
-                                              "(default: the 15 benchmark corruptions)."),
-    severities: Optional[str] = typer.Option(None, "--severities", "-s", help="e.g. 1-5 (default) or 1,3."),
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help="A registered benchmark (imagenet-c, corrupted, "
+                                  "imagenet-p, adversarial-auc, coco-c, ...; a wrong name lists them all). With -b "
+                                  "NAME, --help lists that benchmark's options."),
+    data: Path = typer.Option(..., "--data", "-d", help="Dataset root (its layout depends on the benchmark)."),
     store: Optional[str] = typer.Option(None, "--store", help="Results folder or postgresql:// URL "
                                         "(default ./.robustlab/)."),
     batch_size: int = typer.Option(64, "--batch-size", help="Images per inference batch."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Decoding/corruption processes "
-                                          "(default: CPUs - 1; 0 = none)."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:N."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N samples of each setting."),
-    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="imagenet-c, imagenet-c-bar, natural shifts: "
-                                              "clean ImageNet val folder (clean error, relative mCE, the original "
-                                              "accuracy of effective robustness)."),
-    clean_run: Optional[str] = typer.Option(None, "--clean-run", help="imagenet-c, imagenet-c-bar, natural shifts: a "
-                                            "stored run with clean units."),
-    baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="corrupted, perturbed, imagenet-c, "
-                                               "imagenet-p: a stored run of a baseline model on the same data "
-                                               "(normalises CE / FR / T5D); 'self' for this run."),
-    on_the_fly: bool = typer.Option(False, "--on-the-fly", help="imagenet-c, imagenet-c-bar: --data is the clean "
-                                    "ImageNet val folder; corrupt in memory (resize 256, crop 224, corrupt), write "
-                                    "no images."),
-    corruption_backend: Optional[str] = typer.Option(None, "--corruption-backend", help="imagenet-c --on-the-fly: "
-                                                     "numpy (in the loading workers) or torch (on the model's "
-                                                     "device) \\[default: torch on a GPU, else numpy]."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="corrupted, imagenet-c --on-the-fly: base seed of the "
-                                       "per-image seeds (0)."),
-    profile: Optional[str] = typer.Option(None, "--profile", help="corrupted: corruption parameter profile."),
-    class_map: Optional[str] = typer.Option(None, "--class-map", help="auto, imagenet, sorted or a JSON file."),
-    save_logits: bool = typer.Option(False, "--save-logits", help="Also store full logits per sample."),
     resize: Optional[int] = typer.Option(None, "--resize", help="Override the model's resize (shorter side, px)."),
     crop: Optional[int] = typer.Option(None, "--crop", help="Override the model's centre crop (px)."),
     interpolation: Optional[str] = typer.Option(None, "--interpolation", help="nearest, bilinear or bicubic."),
@@ -400,18 +446,10 @@ def evaluate_command(
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="Classes the model outputs."),
     wrap: Optional[str] = typer.Option(None, "--wrap", help="Preprocessing wrappers, comma-separated, first applied "
                                        "first: clahe, ten-crop, multi-scale (e.g. clahe,ten-crop)."),
-    option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="Benchmark option KEY=VALUE "
-                                               "(repeatable), e.g. shard_size=1000."),
-    executor: str = typer.Option("local", "--executor", "-e", help="local (worker processes on this machine) or "
-                                 "ray (a Ray cluster: RAY_ADDRESS or --ray-address, else a local Ray)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster address for --executor ray: "
-                                              "the head's host:port, or ray://host:10001 (default $RAY_ADDRESS)."),
-    actors: Optional[str] = typer.Option(None, "--actors", help="--executor ray: inference actors, N or auto (one per "
-                                         "GPU, else one per node with 2+ CPUs); batches are spread over them "
-                                         "\\[default: auto]."),
-    stall_timeout: Optional[float] = typer.Option(None, "--stall-timeout", help="--executor ray: seconds without a "
-                                                  "finished batch before the run fails (finished units stay stored); "
-                                                  "stalls are reported after 15 s \\[default: 300]."),
+    option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="A benchmark or executor option as "
+                                               "KEY=VALUE (repeatable), e.g. shard_size=1000."),
+    executor: str = typer.Option("local", "--executor", "-e", help="A registered executor: local (worker processes "
+                                 "on this machine) or ray (a Ray cluster). With -e NAME, --help lists its options."),
     tag: Optional[str] = typer.Option(None, "--tag", help="A name added to the run's identity (e.g. to evaluate "
                                       "changed data as a new run)."),
     fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
@@ -422,26 +460,25 @@ def evaluate_command(
     progress: ProgressMode = typer.Option(ProgressMode.auto, "--progress", help=PROGRESS_HELP),
     no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Same as --progress none."),
 ) -> None:
-    """Evaluate a model on a benchmark; results are stored per unit, so rerunning resumes."""
+    """Evaluate a model on a benchmark; results are stored per unit, so rerunning resumes.
+
+    The benchmark's options (and the executor's) are added by -b NAME (and -e NAME): see
+    `robustlab evaluate -b NAME --help`."""
     import json
 
+    from .cli_options import META_KEY, evaluate_schemas, extra_options, key_values
     from .engine import evaluate
-    from .engine.options import parse_actors, parse_key_values, preprocessing_from_args
+    from .engine.options import preprocessing_from_args
 
-    extra = {"clean_data": clean_data, "clean_run": clean_run, "seed": seed, "profile": profile,
-             "class_map": class_map, "baseline_run": baseline_run, "on_the_fly": on_the_fly or None,
-             "corruption_backend": corruption_backend}
-    extra = {k: v for k, v in extra.items() if v is not None}
+    schemas = [schema for schema, _, _ in evaluate_schemas(benchmark, executor)]
+    options = {**extra_options(ctx.args), **ctx.meta.get(META_KEY, {}), **key_values(option, schemas)}
     with _stdout_for_json(as_json) as out:  # under --json, stdout carries the document and nothing else
         try:
-            result = evaluate(model, benchmark, data, store=store, corruptions=corruptions, severities=severities,
-                              batch_size=batch_size, workers=workers, device=device, limit=limit,
+            result = evaluate(model, benchmark, data, store=store, batch_size=batch_size, device=device,
                               preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
-                              num_classes=num_classes, save_logits=save_logits, wrap=wrap, executor=executor,
-                              ray_address=ray_address, tag=tag, fingerprint=fingerprint, max_pixels=max_pixels,
-                              actors=parse_actors(actors), stall_timeout=stall_timeout,
-                              progress="none" if no_progress else progress.value, **extra,
-                              **parse_key_values(option))
+                              num_classes=num_classes, wrap=wrap, executor=executor, tag=tag,
+                              fingerprint=fingerprint, max_pixels=max_pixels,
+                              progress="none" if no_progress else progress.value, **options)
         except KeyboardInterrupt:
             typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)
             raise typer.Exit(130) from None
@@ -576,7 +613,7 @@ def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[st
     return records[0].id
 
 
-# --- the store itself (issue 30): store check, store relocate ---------------------------------
+# --- the store itself: store check, store relocate ---------------------------------
 
 store_app = typer.Typer(help="Look after a results store: check it against its predictions folder, relocate it.",
                         no_args_is_help=True)
@@ -617,7 +654,7 @@ def store_relocate_command(
         typer.echo(f"the store {st.location.describe()} keeps its predictions in {st.predictions_dir}")
 
 
-# --- interventions (issue 18): finetune, stylize (logic in robustlab.train) --------------------
+# --- interventions: finetune, stylize (logic in robustlab.train) --------------------
 
 from .train.cli import register_train_commands  # noqa: E402  (typer only; the work imports on use)
 

@@ -92,15 +92,60 @@ NO_PERMISSION_ERRNOS = frozenset((errno.EACCES, errno.EPERM, errno.EROFS))
 
 
 def read_json(path: str | os.PathLike, *, fix: str = "") -> Any:
-    """The JSON value in ``path``; DataError naming the file (and ``fix``, what to do about it)
-    when it cannot be read or is not valid JSON."""
+    """The JSON value in ``path`` (UTF-8; gzip-compressed when it ends in ``.gz``).
+
+    Raises
+    ------
+    DataError
+        Naming the file, what is wrong (missing, unreadable, not JSON: with the line and column)
+        and ``fix``, what to do about it.
+    """
+    import gzip
+
+    p = Path(path)
     hint = f" {fix}" if fix else ""
     try:
-        return json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}.{hint}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not valid JSON ({exc}).{hint}") from None
+        raw = p.read_bytes()
+        if p.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        return json.loads(raw.decode("utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"cannot read {p}: it does not exist; check the path.{hint}") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).{hint}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{p} is not valid JSON (not UTF-8 text: {exc.reason} at byte {exc.start}).{hint}") from None
+    except (OSError, EOFError) as exc:
+        raise DataError(f"cannot read {p}: {getattr(exc, 'strerror', None) or exc}.{hint}") from None
+
+
+def read_jsonl(path: str | os.PathLike, *, what: str = "file", item: str = "one JSON object",
+               data: bytes | None = None) -> Iterator[tuple[int, str, Any]]:
+    """``(line number, where, value)`` of every line of a JSON Lines file that is not blank or a
+    ``#`` comment; ``where`` is ``"<path>, line <n>"``, for the caller's own messages about the value.
+    ``data``: the file's bytes, when the caller has read them already (e.g. to hash them).
+
+    Raises
+    ------
+    DataError
+        When the file cannot be read (``what`` names it: "task file", "review file") or a line is
+        not valid JSON (naming the line and column; ``item``: what each line must be).
+    """
+    p = Path(path)
+    try:
+        text = (p.read_bytes() if data is None else data).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {what} {p}: {exc}.") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"{p}, line {number}"
+        try:
+            yield number, where, json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}); each line must be "
+                            f"{item}.") from exc
 
 
 def explain_os_error(exc: OSError, path: str | os.PathLike | None = None, action: str = "use") -> str:

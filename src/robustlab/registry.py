@@ -1,13 +1,17 @@
 """Registries by name (like timm's ``create_model`` / ``list_models``).
 
-Corruptions, perturbations, attacks, benchmarks and model sources are looked up by stable
-names, listed by the CLI and stored with results, so every number is traceable to its setting.
+Corruptions, perturbations, attacks, benchmarks, executors and model sources are looked up by
+stable names, listed by the CLI and stored with results, so every number is traceable to its
+setting. Each is registered where it is defined, with everything known about it (its
+declaration); lists, command-line options, documentation tables and reports iterate the
+registries.
 
-A registry may name *plugin modules* (imported the first time a name is looked up or listed)
-and an entry-point group (``[project.entry-points."robustlab.benchmarks"]`` in a third-party
-package's pyproject), so the layer that owns a registry never imports the layers that fill it:
-the engine's benchmark registry is filled by :mod:`robustlab.benchmarks`, the model sources by
-:mod:`robustlab.demo.models` (``demo:``), and other packages can add their own.
+A registry has an entry-point group (``[project.entry-points."robustlab.benchmarks"]`` in a
+third-party package's pyproject): the modules listed there are imported the first time a name is
+looked up or listed, and register their items on import. robustlab's own plugin modules are
+listed the same way, by the package root (:func:`builtin_plugins`, called from
+``robustlab/__init__.py``), so the layer that owns a registry never names the layers that fill
+it. A registry may also name plugin modules of its own package (``plugins=``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,16 @@ from typing import Generic, TypeVar
 from .errors import InputError, unknown_name
 
 T = TypeVar("T")
+
+#: Entry-point group -> robustlab's own modules that register into that group's registry, as an
+#: installed plugin's entry points do (declared by the package root, see :func:`builtin_plugins`).
+BUILTIN_PLUGINS: dict[str, tuple[str, ...]] = {}
+
+
+def builtin_plugins(group: str, *modules: str) -> None:
+    """Declare robustlab's own plugin ``modules`` for the registry of entry-point ``group``
+    (imported with the group's entry points, the first time the registry is used)."""
+    BUILTIN_PLUGINS[group] = (*BUILTIN_PLUGINS.get(group, ()), *modules)
 
 
 class Registry(Generic[T]):
@@ -54,7 +68,7 @@ class Registry(Generic[T]):
             return
         self._loaded = True
         try:
-            for module in self._plugins:
+            for module in (*self._plugins, *BUILTIN_PLUGINS.get(self._entry_points or "", ())):
                 importlib.import_module(module)
             if self._entry_points:
                 from importlib.metadata import entry_points
@@ -71,6 +85,17 @@ class Registry(Generic[T]):
         self._items[name] = item
         self._lazy.pop(name, None)
         return item
+
+    def remove(self, name: str) -> T:
+        """Unregister ``name`` and return its item (e.g. a test's throwaway plugin)."""
+        self.load_plugins()
+        if name in self._lazy and name not in self._items:
+            importlib.import_module(self._lazy[name])
+        self._lazy.pop(name, None)
+        try:
+            return self._items.pop(name)
+        except KeyError:
+            raise unknown_name(self.kind, name, self.names()) from None
 
     def add_lazy(self, name: str, module: str) -> None:
         """Name an item whose module registers it when first looked up (``module`` is imported
@@ -94,6 +119,11 @@ class Registry(Generic[T]):
             return self._items[name]
         except KeyError:
             raise unknown_name(self.kind, name, self.names()) from None
+
+    def registered_so_far(self) -> list[T]:
+        """The items registered until now, without importing plugins (for checks made while
+        registering: a lookup then would import plugins in the middle of a registration)."""
+        return list(self._items.values())
 
     def names(self) -> list[str]:
         self.load_plugins()

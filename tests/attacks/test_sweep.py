@@ -80,3 +80,26 @@ def test_pgd_counts_clean_mistakes_as_non_robust_without_attacking():
     assert wrong_clean.any()
     assert not res.correct[1][wrong_clean].any()
     assert np.all(res.perturbation[1][wrong_clean] == 0)  # delta = 0 already fools them
+
+
+def test_attacks_dispatch_through_their_registry():
+    """A registered attack is swept by name with no other change; unknown names get a suggestion."""
+    from robustlab.attacks import ATTACK_REGISTRY, get_attack, list_attacks, register_attack
+
+    assert list_attacks()[:2] == ["fgsm", "pgd"] and get_attack("pgd").single is pgd
+    calls = []
+
+    @register_attack("test-identity", single=lambda model, x, y, eps, **_: x)
+    def identity_grid(model, x, y, grid, clean_ok, grad, *, norm, batch_size, **_):
+        calls.append(len(grid))
+        return clean_ok.expand(len(grid), -1).clone(), torch.zeros((len(grid), x.shape[0])), True
+
+    try:
+        model, (x, y) = small_cnn(), batch(8)
+        res = epsilon_sweep(model, (x, y), [0.0, 0.1], attack="test-identity")
+        assert calls == [2] and res.attack == "test-identity" and res.settings == {}
+        assert res.accuracy[0] == res.accuracy[1] == pytest.approx(accuracy(model, x, y))
+        with pytest.raises(InputError, match="Did you mean 'pgd'"):
+            epsilon_sweep(model, (x, y), [0.0, 0.1], attack="pgdd")
+    finally:
+        ATTACK_REGISTRY.remove("test-identity")

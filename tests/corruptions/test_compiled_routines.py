@@ -3,7 +3,7 @@
 ``_gaussian.gaussian_filter`` replaces ``scipy.ndimage.gaussian_filter``; ``_legacy_random``
 replaces ``RandomState.poisson`` and ``RandomState.normal`` (same draws from the same stream,
 same state afterwards); ``_pil_resample`` replaces Pillow's BOX and NEAREST resizes;
-``_kernels.motion_blur`` with ``out_shape`` serves snow's cropped blur.
+``ops.motion_blur`` with ``out_shape`` serves snow's cropped blur.
 Each is compared with the library itself on random inputs, so a change of operation order, a
 missed draw or a wrong edge rule fails here.
 """
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from PIL import Image
 from scipy import ndimage
 
-from robustlab.corruptions import _kernels as K
+from robustlab.corruptions import ops as K
 from robustlab.corruptions import exactmath
 from robustlab.corruptions._gaussian import gaussian_filter, gaussian_weights
 from robustlab.corruptions._legacy_random import normal, poisson_levels

@@ -11,18 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from robustlab.corruptions import corrupt, list_corruptions
+from robustlab.corruptions import corrupt, item_seed, list_corruptions, parse_severities
 from robustlab.corruptions.dataset import (
     SUMMARY_NAME,
     WorkItem,
     corrupt_dataset,
     existing_outputs,
     format_summary,
-    item_seed,
     make_settings,
     output_path,
     output_relative,
-    parse_severities,
     pending_mask,
 )
 from robustlab.errors import DataError, InputError
@@ -112,10 +110,10 @@ def test_output_path_is_the_imagenet_c_layout(tmp_path):
 
 
 def test_item_seed_is_derive_seed_of_path_corruption_severity():
-    item = WorkItem("fog", 3, PurePosixPath("n01/x.JPEG"))
-    assert item_seed(7, item) == derive_seed(7, "n01/x.JPEG", "fog", 3)
-    assert item_seed(7, item) != item_seed(8, item)
-    assert item_seed(7, item) != item_seed(7, WorkItem("fog", 4, item.relative))
+    assert item_seed(7, "n01/x.JPEG", "fog", 3) == derive_seed(7, "n01/x.JPEG", "fog", 3)
+    assert item_seed(7, "n01/x.JPEG", "fog", np.int64(3)) == item_seed(7, "n01/x.JPEG", "fog", 3)
+    assert item_seed(7, "n01/x.JPEG", "fog", 3) != item_seed(8, "n01/x.JPEG", "fog", 3)
+    assert item_seed(7, "n01/x.JPEG", "fog", 3) != item_seed(7, "n01/x.JPEG", "fog", 4)
 
 
 def test_make_settings_validates():

@@ -1,6 +1,6 @@
 """The faster routes added after the compiled copies: each checked against the routine it replaces.
 
-- ``_kernels.disk_kernel`` computes the defocus disk with OpenCV 4.11's float32 arithmetic:
+- ``ops.disk_kernel`` computes the defocus disk with OpenCV 4.11's float32 arithmetic:
   it must equal the disks the reference environment makes (fixture).
 - ``_disk_filter.filter_uint8`` replaces defocus blur's ``cv2.filter2D(x / 255., -1, disk)``
   (OpenCV's DFT route) with exact integer tap sums: the float value must agree with OpenCV's to
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from robustlab.corruptions import corrupt
 from robustlab.corruptions import _legacy_random as LR
 from robustlab.corruptions._disk_filter import filter_uint8, plan_taps, tap_sums_pay
-from robustlab.corruptions._kernels import disk_kernel, unit_to_uint8
+from robustlab.corruptions.ops import disk_kernel, unit_to_uint8
 from robustlab.corruptions.blur import DEFOCUS
 
 #: Every defocus disk of every profile, as (radius, anti-alias sigma).
@@ -299,7 +299,7 @@ def test_zoom_by_one_adds_the_image_itself(centred):
     # the pixels directly and must agree with scipy and with the bilinear loop.
     from scipy.ndimage import zoom
 
-    from robustlab.corruptions import _kernels as K
+    from robustlab.corruptions import ops as K
 
     x = np.random.default_rng(6).random((37, 45, 3)).astype(np.float32)
     np.testing.assert_array_equal(K.zoom_sum(x, [1.0], centred=centred), x)

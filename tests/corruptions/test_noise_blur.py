@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scipy.ndimage import zoom as scipy_zoom
 
 from robustlab.corruptions import PROFILES, corrupt, get_corruption, list_corruptions
-from robustlab.corruptions import _kernels as K
+from robustlab.corruptions import ops as K
 from robustlab.corruptions import exactmath
 from robustlab.corruptions.blur import zoom_factors
 from robustlab.errors import InputError

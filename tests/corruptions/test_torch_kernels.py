@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from PIL import Image
 from scipy.ndimage import gaussian_filter as scipy_gaussian
 
-from robustlab.corruptions._kernels import disk_kernel
-from robustlab.corruptions._kernels import glass_shuffle as numpy_glass_shuffle
-from robustlab.corruptions._kernels import motion_blur as numpy_line_blur
+from robustlab.corruptions.ops import disk_kernel
+from robustlab.corruptions.ops import glass_shuffle as numpy_glass_shuffle
+from robustlab.corruptions.ops import motion_blur as numpy_line_blur
 from robustlab.corruptions._plasma import plasma_fractal as numpy_plasma
 from robustlab.corruptions.torch.blur import glass_shuffle
 from robustlab.corruptions.torch.digital import box_weights, hsv_adjust, nearest_index
@@ -119,7 +119,7 @@ def test_line_blur_matches_the_numpy_motion_blur(method):
                                            ((40, 136), 1.24 + 2e-16)])  # scipy zeroes the last column here
 @pytest.mark.parametrize("centred", [False, True])
 def test_clipped_zoom_matches_the_numpy_path(shape, factor, centred):
-    from robustlab.corruptions._kernels import clipped_zoom as numpy_zoom
+    from robustlab.corruptions.ops import clipped_zoom as numpy_zoom
 
     image = np.random.default_rng(5).random((*shape, 3))
     got = back(clipped_zoom(planes(image), factor, centred=centred))
@@ -233,3 +233,24 @@ def test_equalize_hist_matches_opencv_constant_images_included():
     levels[2] = 7
     got = equalize_hist(torch.from_numpy(levels).float()[:, None])[:, 0].numpy()
     np.testing.assert_array_equal(got, np.stack([cv2.equalizeHist(a) for a in levels]))
+
+
+@pytest.mark.parametrize("centred", [False, True])
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize(("n", "factor"), [(32, 1.5), (35, 1.25), (57, 1.06), (64, 1.33), (41, 2.5), (7, 1.25)])
+def test_clipped_zoom_has_one_window_in_both_backends(n, factor, centred, full):
+    """The numpy and the torch clipped zoom take their windows from one function (one rounding,
+    scipy's: round(crop * factor), including the half-way cases), and agree on the pixels."""
+    from scipy.ndimage import zoom as scipy_zoom
+
+    from robustlab.corruptions.ops import clipped_zoom as numpy_zoom, zoom_window
+    from robustlab.corruptions.torch.ops import clipped_zoom as torch_zoom
+
+    top, crop, n_out, start, count = zoom_window(n, factor, centred, full)
+    assert n_out == scipy_zoom(np.zeros((crop, 1)), (factor, 1), order=1).shape[0]
+    image = np.random.default_rng(n).random((n, n + 3, 3))
+    want = numpy_zoom(image, factor, centred=centred, full=full)
+    got = torch_zoom(torch.from_numpy(image).permute(2, 0, 1)[None], factor, centred=centred, full=full)
+    got = got[0].permute(1, 2, 0).numpy()
+    assert want.shape == got.shape and want.shape[0] == count
+    np.testing.assert_allclose(got, want, atol=1e-9)

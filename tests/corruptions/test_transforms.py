@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from robustlab.corruptions import corrupt
-from robustlab.corruptions.transforms import PAPER_NOISE_AUGMENTATION, RandomCorruption, parse_severity_range
+from robustlab.corruptions.transforms import PAPER_NOISE_AUGMENTATION, RandomCorruption
 from robustlab.errors import InputError
 from robustlab.seeding import derive_seed
 
@@ -17,7 +17,7 @@ def images(n: int = 6, size: int = 40) -> np.ndarray:
 
 
 def test_each_image_gets_exactly_one_of_the_six_with_its_own_seed():
-    aug = RandomCorruption("paper-noise", severities=(1, 5), seed=3)
+    aug = RandomCorruption("paper-noise", severities="1-5", seed=3)
     assert aug.names == PAPER_NOISE_AUGMENTATION and aug.severity_choices == (1, 2, 3, 4, 5)
     x = images()
     ids = [(0, i) for i in range(len(x))]
@@ -65,11 +65,15 @@ def test_bad_arguments_are_named(bad):
         RandomCorruption(**bad)
 
 
-def test_severity_forms():
-    assert parse_severity_range("1-3") == (1, 2, 3)
-    assert parse_severity_range("2,4") == (2, 4)
-    assert parse_severity_range([5, 1]) == (5, 1)
-    assert parse_severity_range(4) == (4,)
+def test_severities_follow_the_one_severity_rule():
+    """RandomCorruption reads severities as every other command does (parse_severities): a
+    sequence lists severities (``(1, 3)`` is 1 and 3), ranges are written ``"1-3"``."""
+    assert RandomCorruption("noise", severities="1-3").severity_choices == (1, 2, 3)
+    assert RandomCorruption("noise", severities="2-3,5").severity_choices == (2, 3, 5)
+    assert RandomCorruption("noise", severities=(1, 3)).severity_choices == (1, 3)
+    assert RandomCorruption("noise", severities=[5, 1]).severity_choices == (1, 5)
+    assert RandomCorruption("noise", severities=4).severity_choices == (4,)
+    assert RandomCorruption("noise").severity_choices == (1, 2, 3, 4, 5)
 
 
 def test_ids_must_match_images():

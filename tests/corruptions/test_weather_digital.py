@@ -364,7 +364,7 @@ def test_affine_warp_matches_opencv4_arithmetic():
 
 
 def test_snow_blur_taps_follow_the_angle():
-    from robustlab.corruptions._kernels import motion_blur_kernel
+    from robustlab.corruptions.ops import motion_blur_kernel
 
     weights, dys, dxs = motion_blur_kernel(10, 4, -90.0, (100, 100))
     assert len(weights) == 21 and np.isclose(weights.sum(), 1) and np.all(np.diff(weights) < 0)

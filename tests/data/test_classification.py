@@ -8,14 +8,9 @@ import numpy as np
 import pytest
 
 from robustlab.corruptions import corrupt
-from robustlab.data.classification import (
-    corrupt_on_the_fly,
-    imagenet_c_settings,
-    read_cifar_c,
-    read_image_folder,
-    read_imagenet_c,
-    resolve_class_map,
-)
+from robustlab.corruptions.released import imagenet_c_settings, read_cifar_c, read_imagenet_c
+from robustlab.corruptions.views import corrupt_on_the_fly
+from robustlab.data.classification import read_image_folder, resolve_class_map
 from robustlab.data.images import write_image
 from robustlab.data.wordnet import ilsvrc_wnids
 from robustlab.errors import DataError, InputError

@@ -18,6 +18,7 @@ from robustlab.engine import evaluate, get_benchmark, opened_store
 from robustlab.benchmarks.detection import export_results, import_mmdet
 from robustlab.errors import InputError, ModelError
 from robustlab.metrics.detection import coco_metrics, to_coco_results
+from robustlab.metrics.corruption import ALL_CORRUPTIONS, BENCHMARK_CORRUPTIONS
 from robustlab.metrics.importers import read_mmdet_robustness_results
 from robustlab.metrics.under_corruption import performance_under_corruption
 from robustlab.seeding import derive_seed
@@ -85,13 +86,13 @@ def test_resume_recomputes_only_deleted_unit(coco, tmp_path):
     ("weather", ["snow", "frost", "fog", "spatter"]),
 ])
 def test_corruption_subsets(coco, spec, expected):
-    config = get_benchmark("coco-c").configure(str(coco), corruptions=spec, severities=None)
+    config = get_benchmark("coco-c").config_for(str(coco), corruptions=spec, severities=None)
     assert sorted(config["corruptions"]) == sorted(expected)
     assert config["settings"][0] == "clean" and len(config["settings"]) == 1 + 5 * len(expected)
-    assert len(get_benchmark("coco-c").configure(str(coco), corruptions="all")["corruptions"]) == 19
-    assert len(get_benchmark("coco-c").configure(str(coco))["corruptions"]) == 15
+    assert get_benchmark("coco-c").config_for(str(coco), corruptions="all")["corruptions"] == list(ALL_CORRUPTIONS)
+    assert get_benchmark("coco-c").config_for(str(coco))["corruptions"] == list(BENCHMARK_CORRUPTIONS)
     with pytest.raises(InputError, match="option"):
-        get_benchmark("coco-c").configure(str(coco), bogus=1)
+        get_benchmark("coco-c").config_for(str(coco), bogus=1)
 
 
 def test_voc_c_11_point_hand_values(tmp_path):

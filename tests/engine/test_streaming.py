@@ -13,6 +13,7 @@ from tiny_models import ChannelModel
 
 from robustlab.data.images import write_image
 from robustlab.engine import Benchmark, DataChangedError, Sample, Unit, evaluate, register_benchmark
+from robustlab.engine.schema import Option
 from robustlab.store import open_store
 
 EVENTS: list[tuple[str, str]] = []
@@ -36,8 +37,9 @@ class EventLog(Benchmark):
     """Records when units are planned, listed and predicted."""
 
     name = "test-event-log"
+    options = (Option("units", "int", 5),)
 
-    def configure(self, data, *, units=5, limit=None, corruptions=None, severities=None, save_logits=None):
+    def configure(self, data, *, units):
         return {"data": data, "units": units, "num_classes": 1000}
 
     def plan(self, config):

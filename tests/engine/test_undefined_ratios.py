@@ -109,6 +109,6 @@ def test_nested_is_a_pgd_option():
     import pytest
 
     with pytest.raises(InputError, match="nested applies to PGD only"):
-        bench.configure("digits", attack="fgsm", nested=True, limit=4)
-    assert "nested" not in bench.configure("digits", attack="pgd", limit=4)  # off: the run's identity unchanged
-    assert bench.configure("digits", attack="pgd", nested="true", limit=4)["nested"] is True
+        bench.config_for("digits", attack="fgsm", nested=True, limit=4)
+    assert "nested" not in bench.config_for("digits", attack="pgd", limit=4)  # off: the run's identity unchanged
+    assert bench.config_for("digits", attack="pgd", nested="true", limit=4)["nested"] is True

@@ -16,9 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from robustlab.corruptions import corrupt
+from robustlab.corruptions import corrupt_item
 from robustlab.corruptions.dataset import SUMMARY_NAME as CORRUPT_SUMMARY
-from robustlab.corruptions.dataset import WorkItem, item_seed
 from robustlab.perturbations.dataset import SUMMARY_NAME as PERTURB_SUMMARY
 from robustlab.perturbations.dataset import make_settings as perturb_settings
 from robustlab.perturbations.dataset import perturb_image
@@ -64,8 +63,7 @@ def outputs(builder: str, dst: Path) -> dict[str, Path]:
 def expected_output(builder: str, image: np.ndarray, relative: str) -> np.ndarray:
     """What the builder must write for the uint8 RGB ``image`` named ``relative``."""
     if builder == "corrupt":
-        item = WorkItem("brightness", 1, PurePosixPath(relative))
-        return corrupt(image, "brightness", 1, rng=np.random.RandomState(item_seed(0, item)))
+        return corrupt_item(image, "brightness", 1, seed=0, item=PurePosixPath(relative).as_posix())
     return perturb_image(image, relative, "rotate", perturb_settings("rotate", setting="cifar", format="npy"))
 
 

@@ -1,15 +1,18 @@
 """Accuracy under attack over a grid of strengths, evaluated efficiently, with sanity checks.
 
+Attacks are looked up by name in :data:`ATTACK_REGISTRY`: each registered :class:`Attack` says
+how one strength is computed (:func:`~robustlab.attacks.fgsm`, :func:`~robustlab.attacks.pgd`),
+how a whole grid of strengths is evaluated on one batch, and which settings it takes.
 FGSM's direction does not depend on eps, so one backward pass per batch serves the whole
-grid. PGD runs once per batch for all strengths at once: the batch is replicated per eps and
-each copy is projected on its own ball (one vectorised run instead of a loop over eps).
+grid. PGD runs strength by strength on the samples still standing (optionally starting each
+strength from the previous one's perturbation, ``nested``).
 """
 
 from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -17,12 +20,56 @@ import torch
 
 from ..errors import InputError
 from ..metrics.adversarial import PAPER_EPSILONS
+from ..registry import Registry
 from ._model import Classifier, check_labels, check_pixels, eval_mode, input_gradient, logits_of, model_device, model_dtype
-from .gradient import NORMS, pgd, steepest_direction
+from .gradient import NORMS, fgsm, pgd, steepest_direction
 
 #: The paper's grid (Kunhardt, Deza, Poggio): L-inf FGSM strengths in pixel units of [0, 1].
 PAPER_EPS_GRID = tuple(float(e) for e in PAPER_EPSILONS)
-ATTACKS = ("fgsm", "pgd")
+
+#: ``grid(model, x, y, eps grid, clean_ok, grad, *, norm, generator, batch_size, **settings)`` ->
+#: (correct (E, B) bool, perturbation sizes (E, B) float32, every adversarial image in [0, 1]).
+GridFn = Callable[..., tuple[torch.Tensor, torch.Tensor, bool]]
+
+
+@dataclass(frozen=True)
+class Attack:
+    """A registered attack: its one-strength function, its grid evaluation and its settings.
+
+    Attributes
+    ----------
+    name : str
+    single : callable
+        ``single(model, x, y, eps, norm=...) -> x_adv`` (float NCHW in [0, 1]).
+    grid : callable
+        Evaluates every strength of a grid on one batch (see :data:`GridFn`).
+    settings : tuple of str
+        The keyword settings of :func:`epsilon_sweep` it takes and records (``steps``...).
+    """
+
+    name: str
+    single: Callable
+    grid: GridFn
+    settings: tuple[str, ...] = ()
+
+
+#: Attacks by name (``fgsm``, ``pgd``); other packages register theirs with :func:`register_attack`.
+ATTACK_REGISTRY: Registry[Attack] = Registry("attack", entry_points="robustlab.attacks")
+
+
+def register_attack(name: str, *, single: Callable, settings: tuple[str, ...] = ()) -> Callable[[GridFn], GridFn]:
+    """Decorator: register ``grid`` (see :data:`GridFn`) as the attack ``name``."""
+
+    def deco(grid: GridFn) -> GridFn:
+        ATTACK_REGISTRY.add(name, Attack(name, single, grid, tuple(settings)))
+        return grid
+
+    return deco
+
+
+def get_attack(name: str) -> Attack:
+    """The registered attack ``name`` (InputError with a suggestion otherwise)."""
+    return ATTACK_REGISTRY.get(name)
 
 
 class GradientMaskingWarning(UserWarning):
@@ -162,48 +209,36 @@ def epsilon_sweep(model: Classifier, data, eps: Sequence[float] = PAPER_EPS_GRID
     ball, so they are not robust at any eps), and eps = 0 is the clean prediction.
     """
     grid = check_eps_grid(eps)
-    if attack not in ATTACKS:
-        raise InputError(f"unknown attack {attack!r}: use one of {ATTACKS}.")
+    chosen = get_attack(attack)
     if norm not in NORMS:
         raise InputError(f"unknown norm {norm!r}: use 'linf' or 'l2'.")
+    options = {"steps": steps, "rel_step_size": rel_step_size, "random_start": random_start, "nested": nested,
+               "seed": seed}
+    settings = {k: options[k] for k in chosen.settings if k in options}
     dev = torch.device(device) if device is not None else model_device(model)
     dtype = model_dtype(model)
     gen = torch.Generator().manual_seed(int(seed))
-    n_eps = len(grid)
     correct_chunks, fgsm_chunks, labels_all, pert_chunks, zero_chunks = [], [], [], [], []
     in_range, total = True, 0
-    run_fgsm = attack == "fgsm" or compare_fgsm
+    compare = compare_fgsm and chosen.name != "fgsm"
     with eval_mode(model):
         for xb, yb in _batches(data, batch_size):
             xb = check_pixels(xb.to(dev, dtype), "images")
             yb = check_labels(yb.to(dev), xb.shape[0], "labels")
-            b = xb.shape[0]
-            total += b
+            total += xb.shape[0]
             grad, logits = input_gradient(model, xb, yb, targeted=False)
             clean_ok = logits.argmax(1) == yb
             zero_chunks.append((grad.flatten(1).abs().amax(1) == 0).cpu().numpy())
-            pert = torch.zeros((n_eps, b), dtype=torch.float32)
-            fgsm_ok = torch.zeros((n_eps, b), dtype=torch.bool, device=dev)
-            if run_fgsm:
-                direction = steepest_direction(grad, norm)
-                for e, value in enumerate(grid):
-                    if value == 0:
-                        fgsm_ok[e] = clean_ok
-                        continue
-                    x_adv = (xb + float(value) * direction).clamp_(0, 1)
-                    fgsm_ok[e] = _predict(model, x_adv, batch_size) == yb
-                    if attack == "fgsm":
-                        pert[e] = _norms(x_adv - xb, norm).float().cpu()
-                        in_range &= bool((x_adv.min() >= 0) & (x_adv.max() <= 1))
-            if attack == "fgsm":
-                ok = fgsm_ok
-            else:
-                ok, pert, still = _pgd_grid(model, xb, yb, grid, clean_ok, norm=norm, steps=steps,
-                                            rel_step_size=rel_step_size, random_start=random_start, nested=nested,
-                                            generator=gen, batch_size=batch_size)
-                in_range &= still
+            common = dict(norm=norm, generator=gen, batch_size=batch_size)
+            if compare:  # FGSM first, as a reference for the gradient-masking check
+                fgsm_chunks.append(get_attack("fgsm").grid(model, xb, yb, grid, clean_ok, grad, **common)[0]
+                                   .cpu().numpy())
+            ok, pert, still = chosen.grid(model, xb, yb, grid, clean_ok, grad, **common,
+                                          **{k: v for k, v in options.items() if k in chosen.settings and k != "seed"})
+            if chosen.name == "fgsm":
+                fgsm_chunks.append(ok.cpu().numpy())
+            in_range &= still
             correct_chunks.append(ok.cpu().numpy())
-            fgsm_chunks.append(fgsm_ok.cpu().numpy())
             pert_chunks.append(pert.numpy())
             labels_all.append(yb.cpu().numpy())
     if total == 0:
@@ -212,21 +247,42 @@ def epsilon_sweep(model: Classifier, data, eps: Sequence[float] = PAPER_EPS_GRID
     accuracy = correct.mean(axis=1)
     perturbation = np.concatenate(pert_chunks, axis=1)
     zero = np.concatenate(zero_chunks)
-    fgsm_acc = np.concatenate(fgsm_chunks, axis=1).mean(axis=1) if run_fgsm else None
+    fgsm_acc = np.concatenate(fgsm_chunks, axis=1).mean(axis=1) if fgsm_chunks else None
     sanity = _sanity(grid, accuracy, fgsm_acc, perturbation.max(axis=1), in_range, float(zero.mean()), total,
                      attack, compare_fgsm)
     for msg in sanity.warnings:
         warnings.warn(msg, GradientMaskingWarning, stacklevel=2)
-    settings = {"steps": steps, "rel_step_size": rel_step_size, "random_start": random_start, "nested": nested,
-                "seed": seed} if attack == "pgd" else {}
-    return SweepResult(attack, norm, grid, accuracy, correct, np.concatenate(labels_all).astype(np.int64),
+    return SweepResult(chosen.name, norm, grid, accuracy, correct, np.concatenate(labels_all).astype(np.int64),
                        sanity, settings, perturbation, zero)
 
 
-def _pgd_grid(model: Classifier, x: torch.Tensor, y: torch.Tensor, grid: np.ndarray, clean_ok: torch.Tensor, *,
-              norm: str, steps: int, rel_step_size: float, random_start: bool, nested: bool,
-              generator: torch.Generator, batch_size: int) -> tuple[torch.Tensor, torch.Tensor, bool]:
-    """PGD at every strength for one batch: correctness (E x B), perturbation sizes, range check."""
+@register_attack("fgsm", single=fgsm)
+def fgsm_grid(model: Classifier, x: torch.Tensor, y: torch.Tensor, grid: np.ndarray, clean_ok: torch.Tensor,
+              grad: torch.Tensor, *, norm: str, batch_size: int, **_: object) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """FGSM at every strength for one batch: ``x + eps * direction(grad)`` clipped to [0, 1], for every
+    sample (the paper's f(eps)); one gradient serves the whole grid."""
+    n_eps, b = len(grid), x.shape[0]
+    ok = torch.zeros((n_eps, b), dtype=torch.bool, device=x.device)
+    pert = torch.zeros((n_eps, b), dtype=torch.float32)
+    in_range = True
+    direction = steepest_direction(grad, norm)
+    for e, value in enumerate(grid):
+        if value == 0:
+            ok[e] = clean_ok
+            continue
+        x_adv = (x + float(value) * direction).clamp_(0, 1)
+        ok[e] = _predict(model, x_adv, batch_size) == y
+        pert[e] = _norms(x_adv - x, norm).float().cpu()
+        in_range &= bool((x_adv.min() >= 0) & (x_adv.max() <= 1))
+    return ok, pert, in_range
+
+
+@register_attack("pgd", single=pgd, settings=("steps", "rel_step_size", "random_start", "nested", "seed"))
+def pgd_grid(model: Classifier, x: torch.Tensor, y: torch.Tensor, grid: np.ndarray, clean_ok: torch.Tensor,
+             grad: torch.Tensor, *, norm: str, steps: int, rel_step_size: float, random_start: bool, nested: bool,
+             generator: torch.Generator, batch_size: int, **_: object) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """PGD at every strength for one batch: correctness (E x B), perturbation sizes, range check;
+    samples wrong without any perturbation stay wrong (delta = 0 lies in every ball)."""
     n_eps, b = len(grid), x.shape[0]
     ok = torch.zeros((n_eps, b), dtype=torch.bool, device=x.device)
     pert = torch.zeros((n_eps, b), dtype=torch.float32)
@@ -258,7 +314,7 @@ def _sanity(grid, accuracy, fgsm_acc, max_pert, in_range, zero_frac, n, attack, 
     tol = 1.0 / n + 1e-12  # one sample
     within = bool(np.all(max_pert <= grid + 1e-6))
     non_inc = bool(np.all(np.diff(accuracy) <= tol))
-    weaker = [] if fgsm_acc is None or attack != "pgd" or not compare_fgsm else \
+    weaker = [] if fgsm_acc is None or attack == "fgsm" or not compare_fgsm else \
         [float(e) for e, a, f in zip(grid, accuracy, fgsm_acc) if a > f + tol]
     msgs = []
     if zero_frac > 0:

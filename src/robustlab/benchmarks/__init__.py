@@ -17,23 +17,28 @@ that needs one benchmark never pays for the others' dependencies:
   ``objectnet``: top-1 / top-5 accuracy with intervals, the effective-robustness pair;
 - :mod:`.subtype` -- ``subtype-robustness``: seen vs unseen subtype accuracy of 25 broad types.
 
-Adding a benchmark touches one file: subclass :class:`robustlab.engine.Benchmark` and decorate
-it with :func:`robustlab.engine.register_benchmark` (see :mod:`robustlab.engine`).
+Another package adds a benchmark in one file: subclass :class:`robustlab.engine.Benchmark`
+(declaring its options and presentation), decorate it with
+:func:`robustlab.engine.register_benchmark`, and list the module under the entry-point group
+``robustlab.benchmarks`` (see docs/extending.md). A built-in family also names its benchmarks in
+:data:`BUILTIN`, so that they load lazily.
 """
 
 from ..engine.benchmark import BENCHMARKS
 
-#: Benchmark name -> the module of this package that registers it.
+#: Benchmark name -> the module of this package that registers it (so that naming a benchmark
+#: imports only its family's module). The order is the registration order: reports and lists
+#: present the families in it.
 BUILTIN = {
     "imagenet-c": "corruption", "corrupted": "corruption",
-    "imagenet-p": "perturbation", "perturbed": "perturbation",
-    "imagenet-vid-robust": "video", "ytbb-robust": "video", "video-pmk": "video",
-    "coco-c": "detection", "voc-c": "detection", "cityscapes-c": "detection", "detection-corrupted": "detection",
-    "imagenet-vid-robust-detection": "detection", "mmdet-results": "detection",
-    "adversarial-auc": "adversarial",
     "imagenet-c-bar": "corruption_bar",
     "imagenetv2": "natural_shift", "imagenet-a": "natural_shift", "imagenet-r": "natural_shift",
     "imagenet-sketch": "natural_shift", "objectnet": "natural_shift",
+    "imagenet-p": "perturbation", "perturbed": "perturbation",
+    "imagenet-vid-robust": "video", "ytbb-robust": "video", "video-pmk": "video",
+    "adversarial-auc": "adversarial",
+    "coco-c": "detection", "voc-c": "detection", "cityscapes-c": "detection", "detection-corrupted": "detection",
+    "mmdet-results": "detection", "imagenet-vid-robust-detection": "detection",
     "subtype-robustness": "subtype",
 }
 

@@ -24,15 +24,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..attacks import ATTACKS, NORMS, PAPER_EPS_GRID, check_eps_grid, epsilon_sweep
+from ..attacks import NORMS, PAPER_EPS_GRID, check_eps_grid, epsilon_sweep, get_attack
 from ..data.arrays import ArrayDatasetSamples
 from ..errors import InputError, ModelError, unknown_name
 from ..metrics.adversarial import normalised_curve, relative_change, robustness_auc
 from ..metrics.stats import clopper_pearson
 from ..seeding import derive_seed
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
-from ..engine.options import check_positive, class_map_config, reject_unknown
+from ..engine.options import CLASS_MAP, LIMIT, check_positive, class_map_config, seed_option, shard_size_option
+from ..engine.schema import Option
 
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
 
@@ -86,29 +87,39 @@ def accuracy_rise(config: Mapping[str, Any], table: Mapping[tuple[str, str], flo
 
 @register_benchmark
 class AdversarialAUC(Benchmark):
-    """Accuracy vs attack strength and R. Options: ``eps`` (paper grid), ``attack`` (fgsm|pgd),
-    ``norm`` (linf|l2), ``steps`` (10), ``rel_step_size`` (0.25), ``random_start`` (True), ``nested``
-    (False; PGD only: each strength starts from the previous one's perturbation -- monotone in eps
-    and several times faster, see :func:`robustlab.attacks.epsilon_sweep`), ``seed``
-    (0), ``eps0``/``eps1`` (interval of R; default the grid's ends), ``split`` (test),
-    ``data_root`` (downloads of named sets), ``class_map``, ``limit``, ``shard_size`` (1000).
-    """
+    """Accuracy vs attack strength and R (its options are :attr:`options`). ``nested`` (PGD only):
+    each strength starts from the previous one's perturbation -- monotone in eps and several times
+    faster, see :func:`robustlab.attacks.epsilon_sweep`."""
 
     name = "adversarial-auc"
+    family, family_title = "adversarial", "Adversarial robustness over an epsilon interval"
+    headline = (HeadlineMetric("R", "R", percent=False, setting=None),)
+    options = (
+        Option("eps", "value", help="Attack strengths in pixel units, comma-separated or a list (default: the "
+               "paper's 9-point grid)."),
+        Option("attack", "str", "fgsm", help="A registered attack: fgsm or pgd."),
+        Option("norm", "str", "linf", help="Threat model.", choices=NORMS),
+        Option("steps", "int", 10, help="PGD steps."),
+        Option("rel_step_size", "float", 0.25, help="PGD step size as a fraction of eps."),
+        Option("nested", "bool", False, help="PGD only: each strength starts from the previous one's perturbation."),
+        Option("random_start", "bool", True, help="PGD: start from a random point of the ball."),
+        seed_option(0, "Seed of PGD's random starts (per batch)."),
+        Option("eps0", "float", help="Lower end of R's interval (default: the grid's first strength)."),
+        Option("eps1", "float", help="Upper end of R's interval (default: the grid's last strength)."),
+        Option("split", "str", "test", help="Split of a named set (digits, textures, mnist, cifar10): test or train."),
+        Option("data_root", "path", "~/.robustlab/data", help="Where named sets are downloaded."),
+        CLASS_MAP, LIMIT, shard_size_option(1000),
+    )
+    option_hints = {key: "adversarial-auc takes attack strengths, not corruptions or severities: give "
+                         "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s."
+                    for key in ("corruptions", "severities")}
 
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
 
-    def configure(self, data: str, *, eps=None, attack="fgsm", norm="linf", steps=10, rel_step_size=0.25, nested=False,
-                  random_start=True, seed=0, eps0=None, eps1=None, split="test", data_root="~/.robustlab/data",
-                  class_map=None, limit=None, shard_size=1000, corruptions=None, severities=None,
-                  save_logits=None, **other: Any) -> dict[str, Any]:
-        if corruptions is not None or severities is not None:
-            raise InputError("adversarial-auc takes attack strengths, not corruptions or severities: give "
-                             "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s.")
-        reject_unknown(self.name, {**other, "save_logits": save_logits})
-        if attack not in ATTACKS:
-            raise unknown_name("attack", attack, ATTACKS)
+    def configure(self, data: str, *, eps, attack, norm, steps, rel_step_size, nested, random_start, seed, eps0,
+                  eps1, split, data_root, class_map, limit, shard_size) -> dict[str, Any]:
+        takes = get_attack(attack).settings
         if norm not in NORMS:
             raise unknown_name("norm", norm, NORMS)
         grid = parse_eps(eps, norm)
@@ -123,15 +134,15 @@ class AdversarialAUC(Benchmark):
         config = {
             "data": data if named else str(Path(data).expanduser().resolve()), "named": named, "split": split,
             "data_root": str(data_root), "eps": grid, "attack": attack, "norm": norm,
-            "steps": check_positive("steps", steps) if attack == "pgd" else None,
-            "rel_step_size": float(rel_step_size) if attack == "pgd" else None,
-            "random_start": bool(random_start) if attack == "pgd" else None, "seed": int(seed),
+            "steps": check_positive("steps", steps) if "steps" in takes else None,
+            "rel_step_size": float(rel_step_size) if "rel_step_size" in takes else None,
+            "random_start": bool(random_start) if "random_start" in takes else None, "seed": int(seed),
             "eps0": float(eps0) if eps0 is not None else grid[0], "eps1": float(eps1) if eps1 is not None else grid[-1],
             "class_map": None if named else class_map_config(class_map),
             "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
         }
         if nested not in (False, None, "false", "False", "0", 0):
-            if attack != "pgd":
+            if "nested" not in takes:
                 raise InputError("nested applies to PGD only (-o attack=pgd -o nested=true).")
             config["nested"] = True  # only when set: runs made before the option keep their identity
         config["num_classes"] = len(self._base(config).classes)
@@ -167,9 +178,8 @@ class AdversarialAUC(Benchmark):
         device = model_device(model)
         x, labels = batch.stacked_inputs(device), batch.label_tensor(device)
         seed = derive_seed(config["seed"], tuple(labels.tolist()))  # per batch, reproducible on resume
-        kwargs = {"steps": config["steps"], "rel_step_size": config["rel_step_size"],
-                  "random_start": config["random_start"], "nested": bool(config.get("nested"))
-                  } if config["attack"] == "pgd" else {}
+        takes = get_attack(config["attack"]).settings
+        kwargs = {k: bool(config.get(k)) if k == "nested" else config[k] for k in takes if k != "seed"}
         import warnings
 
         from ..attacks import GradientMaskingWarning

@@ -16,17 +16,16 @@ from typing import Any
 import numpy as np
 
 from ..corruptions import resolve_corruptions
-from ..corruptions.dataset import parse_severities
+from ..corruptions.checks import parse_severities
 from ..corruptions.api import MIN_SIZE
+from ..corruptions.released import imagenet_c_folder, imagenet_c_settings, read_cifar_c
+from ..corruptions.views import corrupt_on_the_fly
+from ..data.images import is_image_file, read_image
 from ..data.classification import (
     PreparedSamples,
     SampleView,
     SizeCheckedSamples,
     class_folders,
-    corrupt_on_the_fly,
-    imagenet_c_folder,
-    imagenet_c_settings,
-    read_cifar_c,
     read_image_folder,
     resolve_class_map,
 )
@@ -40,9 +39,12 @@ from ..metrics.corruption import (
     relative_ce_terms,
 )
 from ..metrics.ratios import mean_of_defined
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Sample, sample_id
-from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
+from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
+                              PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
+                              class_map_config, seed_option, shard_size_option)
+from ..engine.schema import Option
 from ..engine.classification import error_rows, setting_counts
 
 CLEAN = "clean"
@@ -102,10 +104,32 @@ def select_corruptions(spec: str | Iterable[str] | None, available: Iterable[str
     return resolve_corruptions(spec)
 
 
-def _class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
+def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
+    """``classes`` in blocks of ``per_unit`` (one unit each), or one block when ``per_unit`` is falsy."""
     if not per_unit:
         return [classes]
     return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
+
+
+def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
+    """The samples of one unit of a corruption benchmark (ImageNet-C, ImageNet-C-bar): a CIFAR-C
+    array slice, a class block of a released folder, or a block of clean images corrupted on the
+    fly (by the ``corruption_backend`` of ``config``, numpy when it has none)."""
+    if config["layout"] == "cifar":
+        c, s = unit.setting.split("/")
+        return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
+            unit.params["start"], unit.params["stop"])
+    images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
+                               limit=config["limit"])
+    if config["layout"] != "on-the-fly":
+        return images
+    images = PreparedSamples(images, imagenet_c_geometry())
+    if unit.setting == CLEAN:
+        return images
+    c, s = unit.setting.split("/")
+    if config.get("corruption_backend", "numpy") == "torch":
+        return DeviceCorruptedSamples(images, c, int(s))
+    return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
 
 
 def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]]) -> CorruptionBaseline:
@@ -138,24 +162,35 @@ def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mappi
 #: How ratios are labelled when a benchmark on a user's own data (``corrupted``, ``perturbed``)
 #: divides by a built-in published baseline: AlexNet's ImageNet-C / ImageNet-P numbers.
 NOT_COMPARABLE_LABEL = "vs published AlexNet (ImageNet), not comparable"
-#: Benchmarks that run on a user's own data (not the released ImageNet-C / ImageNet-P files).
-OWN_DATA_BENCHMARKS = ("corrupted", "perturbed")
+#: What the ratios of the ImageNet-C and ImageNet-P families divide by without a baseline run.
+PUBLISHED_ALEXNET = "published AlexNet"
 
 
-def published_baseline_label(benchmark: str, config: Mapping[str, Any]) -> str | None:
-    """:data:`NOT_COMPARABLE_LABEL` when a run's CE / FR / T5D ratios divide its errors on the
-    user's own data by the published AlexNet (ImageNet) numbers, else None.
+def own_data_label(config: Mapping[str, Any]) -> str | None:
+    """:data:`NOT_COMPARABLE_LABEL` for a run on the user's own data (``corrupted``, ``perturbed``:
+    their :meth:`~robustlab.engine.Benchmark.comparability`) whose CE / FR / T5D ratios divide by
+    the published AlexNet (ImageNet) numbers, else None.
 
-    That is a ``corrupted`` or ``perturbed`` (ImageNet setting) run without ``baseline_run``:
+    That is a run without ``baseline_run`` (and, for sequences, in the ImageNet setting):
     AlexNet never saw that data, so the ratio is not the paper's mCE / mFR and compares with
     nothing published. A baseline model evaluated on the same data (``--baseline-run``) makes
     the ratios comparable across models.
     """
-    if benchmark not in OWN_DATA_BENCHMARKS or config.get("baseline_run"):
+    if config.get("baseline_run"):
         return None
-    if benchmark == "perturbed" and config.get("setting") != "imagenet":
+    if config.get("setting", "imagenet") != "imagenet":
         return None  # the cifar setting reports no ratios
     return NOT_COMPARABLE_LABEL
+
+
+#: The ImageNet-C family's presentation (``imagenet-c``, ``corrupted``).
+CORRUPTION_FAMILY = "corruption"
+CORRUPTION_TITLE = "Common corruptions (ImageNet-C)"
+CORRUPTION_HEADLINE = (
+    HeadlineMetric("clean_error", "clean error", compare=True),
+    HeadlineMetric("mce", "mCE", "mce_subset", compare=True),
+    HeadlineMetric("relative_mce", "rel. mCE", "relative_mce_subset"),
+)
 
 
 def own_data_note(kind: str, data: str) -> str:
@@ -170,7 +205,7 @@ def own_data_note(kind: str, data: str) -> str:
 SELF = "self"
 
 
-def ce_baseline_text(benchmark: str, config: Mapping[str, Any]) -> str:
+def ce_baseline_text(own: str | None, config: Mapping[str, Any]) -> str:
     """What a corruption run's CE divides by, for ``summary["ce_baseline"]`` (JSON, ``show``)."""
     run = config.get("baseline_run")
     if run == SELF:
@@ -179,8 +214,7 @@ def ce_baseline_text(benchmark: str, config: Mapping[str, Any]) -> str:
         return f"stored run {run} on the same data"
     if config.get("layout") == "cifar":
         return "none: CE is not reported for CIFAR-10-C"
-    label = published_baseline_label(benchmark, config)
-    return label or f"published {config.get('baseline', 'alexnet')} errors on ImageNet-C"
+    return own or f"published {config.get('baseline', 'alexnet')} errors on ImageNet-C"
 
 
 def related_corruption_runs(config: Mapping[str, Any]) -> dict[str, str]:
@@ -460,14 +494,8 @@ class ImageNetC(Benchmark):
     """The released ImageNet-C folders (``<root>/<corruption>/<severity>/<wnid>/<file>``) or
     CIFAR-10-C arrays (``<root>/<corruption>.npy`` + ``labels.npy``).
 
-    Options: ``corruptions`` (default: the benchmark corruptions present), ``severities``
-    (1-5), ``class_map`` (default auto: ImageNet-1k indices for wnid folders), ``clean_data``
-    (an ImageNet val folder evaluated as setting ``clean``), ``clean_run`` (a stored run whose
-    ``clean`` units give the clean error), ``limit`` (samples per setting), ``classes_per_unit``
-    (100), ``shard_size`` (CIFAR rows per unit, 10000), ``baseline`` (alexnet), ``top_k``,
-    ``save_logits``.
-
-    With ``on_the_fly=True`` the data is the clean ImageNet val folder and ImageNet-C is made in
+    Its options are :attr:`options` (``robustlab evaluate -b imagenet-c --help``). With
+    ``on_the_fly=True`` the data is the clean ImageNet val folder and ImageNet-C is made in
     memory: resize 256, centre crop 224, corrupt (``imagenet-c`` profile, seed
     ``derive_seed(seed, sample_id, corruption, severity)``), clean images evaluated as
     ``clean``. ``corruption_backend``: ``numpy`` corrupts in the loading workers, ``torch`` after
@@ -476,6 +504,29 @@ class ImageNetC(Benchmark):
     """
 
     name = "imagenet-c"
+    family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
+    options = (
+        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT,
+        shard_size_option(10000), baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
+        Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: corrupt in memory "
+               "(resize 256, crop 224, corrupt), write no images."),
+        Option("corruption_backend", "str", help="With --on-the-fly: numpy (in the loading workers) or torch (on the "
+               "model's device); default torch on a GPU, else numpy.", choices=CORRUPTION_BACKENDS),
+        seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
+        Option("clean", "bool", help="With --on-the-fly: also evaluate the clean images (default true)."),
+    )
+
+    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
+        return None if config.get("layout") == "cifar" else PUBLISHED_ALEXNET
+
+    def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
+        """The first file of a stored ``<corruption>/<severity>`` folder (released folders only)."""
+        if config.get("layout") != "folders" or setting == CLEAN or not config.get("data"):
+            return None
+        c, s = setting.split("/")
+        folder = Path(config["data"], c, s)
+        first = next((p for p in sorted(folder.rglob("*")) if p.is_file() and is_image_file(p)), None)
+        return None if first is None else read_image(first)
 
     def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
         if options.get("on_the_fly") and options.get("corruption_backend") is None:
@@ -484,11 +535,9 @@ class ImageNetC(Benchmark):
             return {**options, "corruption_backend": "torch" if torch_backend_by_default(device) else "numpy"}
         return options
 
-    def configure(self, data: str, *, corruptions=None, severities=None, class_map=None, clean_data=None,
-                  clean_run=None, limit=None, classes_per_unit=100, shard_size=10000, baseline="alexnet",
-                  baseline_run=None, top_k=5, save_logits=False, on_the_fly=False, corruption_backend=None,
-                  seed=None, clean=None, **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, other)
+    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
+                  classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
+                  corruption_backend, seed, clean) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
         if on_the_fly:
             if clean_data is not None or clean_run is not None:
@@ -580,7 +629,7 @@ class ImageNetC(Benchmark):
             return units
         per_unit = None if config["limit"] else config["classes_per_unit"]
         if config["layout"] == "on-the-fly":
-            blocks = _class_blocks(class_folders(root), per_unit)
+            blocks = class_blocks(class_folders(root), per_unit)
             settings = ([CLEAN] if config["clean"] else []) + _settings(config["corruptions"], config["severities"])
             return [Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(root), "classes": block})
                     for setting in settings for k, block in enumerate(blocks)]
@@ -598,29 +647,15 @@ class ImageNetC(Benchmark):
                           else f"{folder / extra[0]} is not in {ref_setting}")
                 raise DataError(f"ImageNet-C settings disagree: {detail}. The download is incomplete; "
                                 "re-extract it or leave the setting out.")
-            for k, block in enumerate(_class_blocks(classes, per_unit)):
+            for k, block in enumerate(class_blocks(classes, per_unit)):
                 units.append(Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(folder), "classes": block}))
         if config.get("clean_data"):
-            for k, block in enumerate(_class_blocks(class_folders(config["clean_data"]), per_unit)):
+            for k, block in enumerate(class_blocks(class_folders(config["clean_data"]), per_unit)):
                 units.append(Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block}))
         return units
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
-        if config["layout"] == "cifar":
-            c, s = unit.setting.split("/")
-            return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
-                unit.params["start"], unit.params["stop"])
-        images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                                   limit=config["limit"])
-        if config["layout"] != "on-the-fly":
-            return images
-        images = PreparedSamples(images, imagenet_c_geometry())
-        if unit.setting == CLEAN:
-            return images
-        c, s = unit.setting.split("/")
-        if config["corruption_backend"] == "torch":
-            return DeviceCorruptedSamples(images, c, int(s))
-        return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
+        return corruption_unit_samples(config, unit)
 
     def load(self, samples, i: int, prepare) -> Sample:
         if isinstance(samples, DeviceCorruptedSamples):  # corrupted in predict, then the model's own geometry
@@ -660,7 +695,7 @@ class ImageNetC(Benchmark):
         return notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        out = {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+        out = {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.comparability(config), config)}
         if config.get("layout") == "on-the-fly":
             out["on_the_fly"] = {"corruption_backend": config["corruption_backend"], "seed": config["seed"],
                                  "profile": config["profile"]}
@@ -682,25 +717,47 @@ class Corrupted(Benchmark):
     """Any labelled image folder (``<root>/<class>/<image>``), corrupted on the fly.
 
     Each image is corrupted at its native resolution (before the model's resize and crop) with
-    seed ``derive_seed(seed, sample_id, corruption, severity)``; the clean images (severity 0)
-    are evaluated once as setting ``clean``. Options: ``corruptions`` (benchmark), ``severities``
-    (1-5), ``seed`` (0), ``profile`` (imagecorruptions), ``class_map``, ``limit``, ``shard_size``
-    (5000 images per unit), ``clean`` (True), ``baseline`` (a built-in baseline name, alexnet) or
-    ``baseline_run`` (a stored run of another model on the same data and corruptions: CE is then
-    normalised by its errors; ``self``: this run is the baseline, CE = 100), ``top_k``, ``save_logits``.
+    seed :func:`~robustlab.corruptions.items.item_seed` ``(seed, sample_id, corruption, severity)``;
+    the clean images (severity 0) are evaluated once as setting ``clean``. CE is normalised by a
+    built-in ``baseline`` (alexnet) or by ``baseline_run`` (a stored run of another model on the
+    same data and corruptions; ``self``: this run is the baseline, CE = 100). Its options are
+    :attr:`options`.
     """
 
     name = "corrupted"
+    family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
+    options = (
+        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, CLASS_MAP, LIMIT, shard_size_option(5000),
+        Option("clean", "bool", True, help="Also evaluate the clean images (setting clean)."),
+        baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
+    )
 
     def __init__(self) -> None:
         self._listing: dict[str, Any] = {}
 
-    def configure(self, data: str, *, corruptions=None, severities=None, seed=0, profile="imagecorruptions",
-                  class_map=None, limit=None, shard_size=5000, clean=True, baseline="alexnet", baseline_run=None,
-                  top_k=5, save_logits=False, **other: Any) -> dict[str, Any]:
+    def comparability(self, config: Mapping[str, Any]) -> str | None:
+        return own_data_label(config)
+
+    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
+        return PUBLISHED_ALEXNET
+
+    def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
+        """The folder's first image, clean or corrupted with the run's seed and profile as the run saw it."""
+        if not config.get("data"):
+            return None
+        base = read_image_folder(config["data"], config.get("class_map", "auto"), limit=config.get("limit")).subset(0, 1)
+        if len(base) == 0:
+            return None
+        if setting == CLEAN:
+            return base.read(0)
+        c, s = setting.split("/")
+        return corrupt_on_the_fly(base, c, int(s), seed=config.get("seed", 0),
+                                  profile=config.get("profile", "imagecorruptions")).read(0)
+
+    def configure(self, data: str, *, corruptions, severities, seed, profile, class_map, limit, shard_size, clean,
+                  baseline, baseline_run, top_k, save_logits) -> dict[str, Any]:
         from ..corruptions.registry import check_profile
 
-        reject_unknown(self.name, other)
         root = Path(data).expanduser().resolve()
         chosen = select_corruptions(corruptions if corruptions is not None else "benchmark")  # known names only
         check_seed(seed)
@@ -749,12 +806,12 @@ class Corrupted(Benchmark):
         clean_hint = ("every clean sample was skipped (see the skipped samples)" if config.get("clean", True)
                       else "the run was made with clean=False")
         notes = corruption_notes(config, metrics, clean_hint=clean_hint)
-        if published_baseline_label(self.name, config) and any(m == "ce" for m, _, _ in metrics):
+        if self.comparability(config) and any(m == "ce" for m, _, _ in metrics):
             notes.insert(0, own_data_note("CE, mCE and relative mCE", config["data"]))
         return notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.name, config)}
+        return {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.comparability(config), config)}
 
     def text(self, config, summary, metrics) -> list[str]:
         return corruption_text(config, summary)

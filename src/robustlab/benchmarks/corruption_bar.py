@@ -15,31 +15,23 @@ import numpy as np
 
 from ..corruptions.cbar.released import CBarLayout, discover_cbar
 from ..corruptions.cbar.tables import SETS, severity_folder
-from ..corruptions.dataset import parse_severities
+from ..corruptions.checks import parse_severities
 from ..corruptions.registry import resolve_corruptions
-from ..data.classification import (PreparedSamples, class_folders, corrupt_on_the_fly, read_cifar_c,
-                                   read_image_folder, resolve_class_map)
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..corruptions.released import read_cifar_c
+from ..data.classification import class_folders, resolve_class_map
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import error_rows, setting_counts
-from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
+from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
+                              SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
+                              class_map_config, seed_option, shard_size_option)
+from ..engine.schema import Option
 from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
-from .corruption import CLEAN, SELF, baseline_from_run, imagenet_c_geometry, related_corruption_runs
+from .corruption import (CLEAN, SELF, baseline_from_run, class_blocks, corruption_unit_samples,
+                         related_corruption_runs)
 
 N_SEVERITIES = 5
-#: Options of ``imagenet-c-bar`` (for the message on an unknown one).
-OPTIONS = ("corruptions, severities, class_map, clean_data, clean_run, limit, classes_per_unit, shard_size, "
-           "baseline, baseline_run, top_k, save_logits, on_the_fly, seed")
-
-
-def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
-    """``classes`` in consecutive blocks of ``per_unit`` (one block when None)."""
-    if not per_unit:
-        return [classes]
-    return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
-
-
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
                  clean_predictions: Mapping[str, Mapping[str, np.ndarray]] | None = None,
                  baseline: CorruptionBaseline | None = None) -> list[MetricRow]:
@@ -100,19 +92,25 @@ class ImageNetCBar(Benchmark):
     CIFAR-10-C-bar (``<root>/<corruption>.npy`` + ``labels.npy``), see
     :mod:`robustlab.corruptions.cbar.released`.
 
-    Options: ``corruptions`` (default: the set's corruptions present), ``severities`` (1-5),
-    ``class_map`` (auto), ``clean_data`` (a clean ImageNet val folder, evaluated as setting
-    ``clean``), ``clean_run`` (a stored run with clean units), ``limit``, ``classes_per_unit``
-    (100), ``shard_size`` (CIFAR rows per unit, 10000), ``baseline`` (``paper-baseline``: the
-    paper's ResNet-50 / WRN-40-2 errors) or ``baseline_run`` (a stored run of a baseline model on
-    the same data; ``self``), ``top_k``, ``save_logits``. ``on_the_fly=True``: the data is the
-    clean ImageNet val folder and ImageNet-C-bar is made in memory as the reference's
-    ``test_c_bar.py`` does (resize 256, centre crop 224, corrupt; no JPEG), each image with seed
-    ``derive_seed(seed, sample_id, corruption, severity)`` (``seed`` 0), clean images evaluated as
-    ``clean``.
+    Its options are :attr:`options`; ``baseline`` ``paper-baseline`` is the paper's ResNet-50 /
+    WRN-40-2 errors. ``on_the_fly=True``: the data is the clean ImageNet val folder and
+    ImageNet-C-bar is made in memory as the reference's ``test_c_bar.py`` does (resize 256,
+    centre crop 224, corrupt; no JPEG), each image with seed
+    :func:`~robustlab.corruptions.items.item_seed` ``(seed, sample_id, corruption, severity)``,
+    clean images evaluated as ``clean``.
     """
 
     name = "imagenet-c-bar"
+    family, family_title = "corruption-bar", "ImageNet-C-bar / CIFAR-10-C-bar"
+    headline = (HeadlineMetric("mean_error_bar", "mean error", "mean_error_bar_subset"),
+                HeadlineMetric("mce_bar", "mCE-bar", "mce_bar_subset"))
+    options = (
+        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT, shard_size_option(10000),
+        baseline_option("paper-baseline"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
+        Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: make ImageNet-C-bar in "
+               "memory (resize 256, crop 224, corrupt), write no images."),
+        seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
+    )
 
     def __init__(self) -> None:
         self._layouts: dict[str, CBarLayout] = {}
@@ -122,11 +120,9 @@ class ImageNetCBar(Benchmark):
             self._layouts[root] = discover_cbar(root)
         return self._layouts[root]
 
-    def configure(self, data: str, *, corruptions=None, severities=None, class_map=None, clean_data=None,
-                  clean_run=None, limit=None, classes_per_unit=100, shard_size=10000, baseline="paper-baseline",
-                  baseline_run=None, top_k=5, save_logits=False, on_the_fly=False, seed=None,
-                  **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, other, OPTIONS)
+    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
+                  classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
+                  seed) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
         sev = list(parse_severities(severities if severities is not None else "1-5"))
         common = {"severities": sev, "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
@@ -220,19 +216,7 @@ class ImageNetCBar(Benchmark):
                 yield Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block})
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
-        if config["layout"] == "cifar":
-            c, s = unit.setting.split("/")
-            return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
-                unit.params["start"], unit.params["stop"])
-        images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                                   limit=config["limit"])
-        if config["layout"] != "on-the-fly":
-            return images
-        images = PreparedSamples(images, imagenet_c_geometry())
-        if unit.setting == CLEAN:
-            return images
-        c, s = unit.setting.split("/")
-        return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
+        return corruption_unit_samples(config, unit)
 
     def metrics(self, config, predictions, related=None) -> list[MetricRow]:
         clean = None

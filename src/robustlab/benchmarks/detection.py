@@ -47,17 +47,18 @@ from typing import Any
 
 import numpy as np
 
-from ..corruptions.dataset import parse_severities
+from ..corruptions.checks import parse_severities
 from ..data.detection import DetectionDataset, read_cityscapes, read_coco, read_imagenet_vid, read_voc
 from ..errors import DataError, InputError
 from ..metrics.corruption import BENCHMARK_CORRUPTIONS
 from ..metrics.detection import check_iou_threshold, detection_pmk, localization_pmk
 from ..metrics.importers import read_mmdet_robustness_results
 from ..metrics.under_corruption import rmse_vs_rpc, rpc_undefined_reason
-from ..engine.benchmark import Benchmark, MetricRow, Unit, get_benchmark, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, get_benchmark, register_benchmark
 from ..engine.records import Batch, Sample
 from .corruption import select_corruptions
-from ..engine.options import check_positive, reject_unknown
+from ..engine.options import CORRUPTIONS, LIMIT, PROFILE, SEVERITIES, check_positive, seed_option, shard_size_option
+from ..engine.schema import Option
 from .detection_inputs import DetectionImages, cache_root, detect_batch, unpad_detections, write_cache_settings
 from .detection_results import (
     CLEAN,
@@ -120,6 +121,14 @@ def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
 
 # --- the corrupted-detection family ------------------------------------------------------------------
 
+#: The detection options every corrupted-detection benchmark (and the pm-k one) takes.
+MAX_DETECTIONS = Option("max_detections", "int", 100, help="Detections kept per image (highest scores).")
+LABEL_MAP = Option("label_map", "value", help="The detector's label -> dataset category id, a JSON object or file.")
+LABEL_OFFSET = Option("label_offset", "int", 0, help="Added to the detector's labels before matching.")
+UNKNOWN_LABELS = Option("unknown_labels", "str", "error", help="A label outside the dataset's categories: error or "
+                        "drop.")
+NO_LOGITS = {"save_logits": "benchmark {name!r} stores detections, not logits; drop --save-logits."}
+
 
 class _CorruptedDetection(Benchmark):
     """Shared machinery; subclasses say how to read the dataset and which metric is the headline."""
@@ -127,6 +136,18 @@ class _CorruptedDetection(Benchmark):
     task = "detection"
     default_metric = "coco"
     headline_metric = "AP"
+    family, family_title = "detection", "Detection under corruption (Robust Detection Benchmark)"
+    headline = (HeadlineMetric("P", "P"), HeadlineMetric("mPC", "mPC"), HeadlineMetric("rPC", "rPC"))
+    options = (
+        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, LIMIT, shard_size_option(500),
+        Option("cache", "path", help="Folder for the corrupted images (PNG), reused by later runs and by robustlab "
+               "corrupt."),
+        MAX_DETECTIONS, LABEL_MAP, LABEL_OFFSET, UNKNOWN_LABELS,
+        Option("rpc", "str", "ratio-of-means", help="rPC convention: ratio-of-means (published) or mean-of-ratios."),
+        Option("metric", "str", help="coco (the AP family) or voc (AP50, VOC07); default: the benchmark's own."),
+        Option("ap_method", "str", "11-point", help="VOC AP: 11-point (VOC07) or all-point."),
+    )
+    option_hints = NO_LOGITS
 
     def __init__(self) -> None:
         self._datasets: dict[str, tuple[DetectionDataset, tuple[str, ...], Any]] = {}
@@ -142,20 +163,17 @@ class _CorruptedDetection(Benchmark):
 
     # engine hooks ------------------------------------------------------------------------------------
 
-    def configure(self, data: str, *, corruptions=None, severities=None, seed=0, profile="imagecorruptions",
-                  limit=None, shard_size=500, cache=None, max_detections=100, label_map=None, label_offset=0,
-                  unknown_labels="error", rpc="ratio-of-means", metric=None, ap_method="11-point",
-                  save_logits=None, **other: Any) -> dict[str, Any]:
+    def configure(self, data: str, *, corruptions, severities, seed, profile, limit, shard_size, cache,
+                  max_detections, label_map, label_offset, unknown_labels, rpc, metric, ap_method,
+                  **reader_options: Any) -> dict[str, Any]:
+        """``reader_options``: the options a subclass adds to :attr:`options` for its reader."""
         from ..corruptions import get_corruption
         from ..corruptions.registry import check_profile
 
-        if save_logits:
-            raise InputError(f"benchmark {self.name!r} stores detections, not logits; drop --save-logits.")
         root = Path(data).expanduser().resolve()
         if not root.is_dir():
             raise DataError(f"dataset folder {root} does not exist; give the {self.name} dataset root with --data.")
-        reader = self.reader_config(root, other)
-        reject_unknown(self.name, other)
+        reader = self.reader_config(root, dict(reader_options))
         chosen = select_corruptions(corruptions if corruptions is not None else "benchmark")
         for c in chosen:
             get_corruption(c)
@@ -416,8 +434,13 @@ def _coco_files(root: Path, annotations: Any, images: Any) -> tuple[str, str]:
 class _CocoFormat(_CorruptedDetection):
     """Any COCO-format set: ``<data>/annotations/instances_*.json`` + its image folder."""
 
+    options = (*_CorruptedDetection.options,
+               Option("annotations", "path", help="The COCO instances file (default: the one under "
+                      "<data>/annotations/)."),
+               Option("images", "path", help="The image folder (default: the one the annotations name)."))
+
     def reader_config(self, root: Path, options: dict[str, Any]) -> dict[str, Any]:
-        ann, images = _coco_files(root, options.pop("annotations", None), options.pop("images", None))
+        ann, images = _coco_files(root, options["annotations"], options["images"])
         digest = hashlib.sha256(Path(ann).read_bytes()).hexdigest()[:16] if Path(ann).is_file() else "missing"
         return {"annotations": ann, "images": images, "annotations_sha256_16": digest}
 
@@ -459,9 +482,11 @@ class VocC(_CorruptedDetection):
     name = "voc-c"
     default_metric = "voc"
     headline_metric = "AP50"
+    options = (*_CorruptedDetection.options, Option("year", "str", "2007", help="VOC year."),
+               Option("split", "str", "test", help="VOC image set."))
 
     def reader_config(self, root: Path, options: dict[str, Any]) -> dict[str, Any]:
-        return {"year": str(options.pop("year", "2007")), "split": str(options.pop("split", "test"))}
+        return {"year": str(options["year"]), "split": str(options["split"])}
 
     def read_dataset(self, config: Mapping[str, Any]) -> DetectionDataset:
         return read_voc(config["data"], year=config["reader"]["year"], split=config["reader"]["split"])
@@ -473,9 +498,10 @@ class CityscapesC(_CorruptedDetection):
     R-CNN: P 36.4, mPC 12.2, rPC 33.4)."""
 
     name = "cityscapes-c"
+    options = (*_CorruptedDetection.options, Option("split", "str", "val", help="Cityscapes split."))
 
     def reader_config(self, root: Path, options: dict[str, Any]) -> dict[str, Any]:
-        return {"split": str(options.pop("split", "val"))}
+        return {"split": str(options["split"])}
 
     def read_dataset(self, config: Mapping[str, Any]) -> DetectionDataset:
         return read_cityscapes(config["data"], split=config["reader"]["split"])
@@ -502,10 +528,18 @@ class MmdetResults(Benchmark):
     name = "mmdet-results"
     task = "detection"
     runs_model = False
+    family, family_title, headline = _CorruptedDetection.family, _CorruptedDetection.family_title, \
+        _CorruptedDetection.headline
+    options = (
+        Option("corruptions", "str", help="Corruption names or subsets (default: the 15 benchmark ones when all are "
+               "present, else all in the file).", flags=("-c",)),
+        Option("severities", "str", help="Severities (default: those present for every chosen corruption).",
+               flags=("-s",)),
+        Option("rpc", "str", "ratio-of-means", help="rPC convention: ratio-of-means (published) or mean-of-ratios."),
+        Option("task", "str", "bbox", help="bbox or segm (COCO-style files)."),
+    )
 
-    def configure(self, data: str, *, corruptions=None, severities=None, rpc="ratio-of-means", task="bbox",
-                  limit=None, save_logits=None, **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, {**other, "limit": limit, "save_logits": save_logits})
+    def configure(self, data: str, *, corruptions, severities, rpc, task) -> dict[str, Any]:
         path = Path(data).expanduser().resolve()
         nested = read_mmdet_robustness_results(path, task=task)
         if corruptions is None:
@@ -670,13 +704,18 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
     """
 
     name = "imagenet-vid-robust-detection"
+    family, family_title, headline = "", "", ()  # its own metrics: the report's generic section
+    options = (
+        Option("limit", "int", help="Only the first N anchors."), shard_size_option(500), MAX_DETECTIONS, LABEL_MAP,
+        LABEL_OFFSET, UNKNOWN_LABELS, Option("ap_method", "str", "all-point", help="AP: all-point or 11-point."),
+        Option("pmsets", "path", help="The pmsets.json file (default: <data>/pmsets.json)."),
+        Option("split", "str", "val", help="The ILSVRC VID split."),
+        Option("iou_threshold", "value", 0.5, help="IoU threshold of a match: a number in (0, 1], or vid (ImageNet-VID's "
+               "per-object thresholds)."),
+    )
 
-    def configure(self, data: str, *, corruptions=None, severities=None, limit=None, shard_size=500,
-                  max_detections=100, label_map=None, label_offset=0, unknown_labels="error",
-                  ap_method="all-point", pmsets=None, split="val", save_logits=None, iou_threshold=0.5,
-                  **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, {**other, "corruptions": corruptions, "severities": severities,
-                                    "save_logits": save_logits or None})
+    def configure(self, data: str, *, limit, shard_size, max_detections, label_map, label_offset, unknown_labels,
+                  ap_method, pmsets, split, iou_threshold) -> dict[str, Any]:
         iou_threshold = check_iou_threshold(iou_threshold)
         root = Path(data).expanduser().resolve()
         pm_path = Path(pmsets).expanduser().resolve() if pmsets else root / "pmsets.json"

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..corruptions.api import corrupt
+from ..corruptions.api import corrupt_item
 from ..corruptions.dataset import output_relative
 from ..data.images import encode_image, read_image
 from ..errors import InputError
@@ -37,7 +37,6 @@ from ..models.detection import ensure_detector
 from ..data.fingerprint import files_fingerprint
 from ..engine.benchmark import model_device
 from ..engine.records import Batch, Sample
-from ..seeding import derive_seed
 
 @dataclass(frozen=True)
 class DetectionContext:
@@ -54,8 +53,8 @@ class DetectionContext:
 class DetectionImages:
     """One unit's images (picklable: paths, not pixels), corrupted on the fly when asked.
 
-    Image ``i`` is ``corrupt(read(path_i), corruption, severity, rng=RandomState(seed_i))``
-    with ``seed_i = derive_seed(seed, relative path, corruption, severity)``, the seed
+    Image ``i`` is ``corrupt_item(read(path_i), corruption, severity, seed=seed, item=relative path)``
+    (:func:`robustlab.corruptions.items.item_seed`), the seed
     ``robustlab corrupt`` gives the same file, so a cache made either way holds the same
     pixels. With ``cache``, corrupted images are read from (or written losslessly as PNG to)
     ``<cache>/<corruption>/<severity>/<relative path>``.
@@ -109,8 +108,8 @@ class DetectionImages:
         if cached is not None and cached.is_file():
             image = read_image(cached)
         else:
-            rng = np.random.RandomState(derive_seed(self.seed, self.relative[i], self.corruption, self.severity))
-            image = corrupt(clean, self.corruption, self.severity, rng=rng, profile=self.profile)
+            image = corrupt_item(clean, self.corruption, self.severity, seed=self.seed, item=self.relative[i],
+                                 profile=self.profile)
             if cached is not None:
                 with atomic_path(cached) as tmp:
                     tmp.write_bytes(encode_image(image, "png"))

@@ -30,9 +30,10 @@ from ..data.classification import SampleView, class_folders, read_image_folder
 from ..data.natural_shifts import (imagenet_a_indices, imagenet_r_indices, objectnet_folders, objectnet_to_imagenet,
                                    subset_wnids)
 from ..data.wordnet import ilsvrc_wnids
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.classification import error_rows, setting_counts
-from ..engine.options import check_positive, reject_unknown
+from ..engine.options import CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, SAVE_LOGITS, TOP_K, check_positive
+from ..engine.schema import Option
 from ..engine.records import Sample, sample_id
 from ..errors import DataError, InputError, ModelError
 from ..metrics.stats import clopper_pearson
@@ -44,8 +45,6 @@ SHIFTED, CLEAN = "shifted", "clean"
 #: ImageNet-1k classes a projected model must output.
 IMAGENET_CLASSES = 1000
 V2_VARIANTS = ("matched-frequency", "threshold0.7", "top-images")
-OPTIONS = "clean_data, clean_run, limit, classes_per_unit, top_k, save_logits (imagenetv2: variant)"
-
 
 @dataclass(frozen=True)
 class ShiftLayout:
@@ -213,6 +212,12 @@ class NaturalShift(Benchmark):
     testbed_columns: tuple[str, str] = ("val", "")
     #: What the clean setting measures.
     original_set = "ImageNet val"
+    options = (SAVE_LOGITS, LIMIT, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K)
+    family, family_title = "natural-shift", "Natural distribution shifts"
+    headline = (HeadlineMetric("accuracy", "top-1", setting=SHIFTED), HeadlineMetric("top5_accuracy", "top-5",
+                                                                                    setting=SHIFTED))
+    option_hints = {"corruptions": "{name} is a natural-shift test set: it takes no corruptions.",
+                    "severities": "{name} is a natural-shift test set: it takes no severities."}
 
     def __init__(self) -> None:
         self._layouts: dict[str, ShiftLayout] = {}
@@ -229,13 +234,9 @@ class NaturalShift(Benchmark):
     def shift_name(self, config: Mapping[str, Any]) -> str:
         return self.name
 
-    def configure(self, data: str, *, corruptions=None, severities=None, save_logits=None, limit=None,
-                  clean_data=None, clean_run=None, classes_per_unit=100, top_k=5, **other: Any) -> dict[str, Any]:
-        extra = self.extra_options(other)
-        reject_unknown(self.name, other, OPTIONS)
-        for key, value in (("corruptions", corruptions), ("severities", severities)):
-            if value is not None:
-                raise InputError(f"{self.name} is a natural-shift test set: it takes no {key}.")
+    def configure(self, data: str, *, save_logits, limit, clean_data, clean_run, classes_per_unit, top_k,
+                  **extra: Any) -> dict[str, Any]:
+        """``extra``: the options a subclass adds to :attr:`options` (kept in the config as given)."""
         if clean_data is not None and clean_run is not None:
             raise InputError("give either clean_data (an ImageNet val folder) or clean_run (a stored run), not both.")
         root = Path(data).expanduser().resolve()
@@ -257,10 +258,6 @@ class NaturalShift(Benchmark):
                 raise DataError(f"clean data {config['clean_data']} has none of the ImageNet wnid folders {self.name} "
                                 "needs; it must be the ImageNet val set in the layout <root>/<wnid>/<image>.")
         return config
-
-    def extra_options(self, other: dict[str, Any]) -> dict[str, Any]:
-        """Benchmark-specific options, removed from ``other`` (default: none)."""
-        return {}
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         return {"clean_run": config["clean_run"]} if config.get("clean_run") else {}
@@ -358,8 +355,8 @@ class ImageNetV2(NaturalShift):
     name = "imagenetv2"
     title = "ImageNetV2"
 
-    def extra_options(self, other: dict[str, Any]) -> dict[str, Any]:
-        return {"variant": other.pop("variant", None)}
+    options = (*NaturalShift.options, Option("variant", "str", help="matched-frequency, threshold0.7 or "
+                                             "top-images (default: from the folder's name)."))
 
     def configure(self, data: str, **options: Any) -> dict[str, Any]:
         config = super().configure(data, **options)

@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..data.classification import ImageFolderSamples, SampleView, read_image_folder, resolve_class_map
-from ..data.fingerprint import files_fingerprint
+from ..data.classification import ArraySamples, ImageFolderSamples, SampleView, read_image_folder, resolve_class_map
 from ..safeload import load_npy
 from ..errors import DataError, InputError
 from ..metrics.ratios import mean_margin, mean_of_defined, normalised_term
@@ -62,12 +61,14 @@ from ..perturbations.io import (
     read_cifar_p,
     read_sequence,
 )
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch, Sample
 from ..engine.records import sample_id
 from ..engine.classification import classify_batch
-from ..engine.options import check_positive, check_seed, class_map_config, reject_unknown
-from .corruption import own_data_note, published_baseline_label
+from ..engine.options import (BASELINE_RUN, CLASS_MAP, LIMIT, baseline_option, check_positive, check_seed,
+                              class_map_config, seed_option, shard_size_option)
+from ..engine.schema import Option
+from .corruption import PUBLISHED_ALEXNET, own_data_label, own_data_note
 
 #: Stored column of per-frame top-k classes, (N, T*k) int32.
 FRAMES_COLUMN = "frame_top5"
@@ -114,78 +115,37 @@ def _check_strides(perturbations: Iterable[str], setting: str, strides: list[int
                              "frames; use smaller strides.")
 
 
-def _no_corruption_options(benchmark: str, corruptions: Any, severities: Any, save_logits: Any) -> None:
-    if corruptions is not None or severities is not None:
-        raise InputError(f"benchmark {benchmark!r} has perturbations, not corruptions or severities: select them "
-                         "with the option perturbations (e.g. -o perturbations=rotate,scale).")
-    if save_logits:
-        raise InputError(f"benchmark {benchmark!r} stores per-frame top-5 classes; saving logits of every frame "
-                         "is not supported.")
+#: Why the sequence benchmarks refuse the corruption benchmarks' options.
+SEQUENCE_HINTS = {
+    **dict.fromkeys(("corruptions", "severities"), "benchmark {name!r} has perturbations, not corruptions or "
+                    "severities: select them with the option perturbations (e.g. -o perturbations=rotate,scale)."),
+    "save_logits": "benchmark {name!r} stores per-frame top-5 classes; saving logits of every frame is not supported.",
+}
+PERTURBATIONS_OPTION = Option("perturbations", "str", help="Perturbation names or subsets, comma-separated (test, "
+                       "validation, all, noise, temporal, rotate, ...).", flags=("-p",))
+STRIDES_OPTION = Option("strides", "value", help="Strides (difficulties) of the temporal perturbations, e.g. 1,2 "
+                 "(default 1,2).")
 
 
 # --- sample sets: one sample = one sequence ----------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
-class SequenceFolderSamples:
-    """Sequences (videos, ``.npy`` files or PNG frame folders) listed relative to ``root``."""
+class SequenceFolderSamples(ImageFolderSamples):
+    """Sequences (videos, ``.npy`` files or PNG frame folders) listed relative to ``root``: the files
+    of :class:`~robustlab.data.classification.ImageFolderSamples`, each read as a (T, H, W, 3) stack."""
 
-    root: Path
-    files: tuple[str, ...]
-    labels: np.ndarray
-    classes: tuple[str, ...]
-    frames: int | None
-    stride: int
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return self.files
+    frames: int | None = None
+    stride: int = 1
 
     def read(self, i: int) -> np.ndarray:
         return read_sequence(self.root / self.files[i], expected_frames=self.frames, stride=self.stride)
 
-    def fingerprint(self, mode: str = "stat") -> str:
-        return files_fingerprint(((f, self.root / f) for f in self.files), mode, extra=(self.labels.tolist(),))
-
-    def subset(self, start: int, stop: int) -> SequenceFolderSamples:
-        return SequenceFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes,
-                                     self.frames, self.stride)
-
 
 @functools.lru_cache(maxsize=32)
-def _open_cifar_p(path: str, frames: int | None, stride: int) -> np.ndarray:
+def open_cifar_p(path: str, frames: int | None, stride: int) -> np.ndarray:
+    """A CIFAR-10-P array (N, T, H, W, 3), checked and memory-mapped, opened once per process."""
     return read_cifar_p(path, expected_frames=frames, stride=stride)
-
-
-@dataclass(frozen=True, eq=False)
-class CifarPSamples:
-    """Rows ``start..stop`` of a CIFAR-10-P array (N, T, H, W, 3), memory-mapped."""
-
-    path: Path
-    start: int
-    stop: int
-    labels: np.ndarray
-    frames: int | None
-    stride: int
-
-    def __len__(self) -> int:
-        return self.stop - self.start
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(str(i) for i in range(self.start, self.stop))
-
-    def id(self, i: int) -> str:
-        return str(self.start + i)
-
-    def read(self, i: int) -> np.ndarray:
-        return np.ascontiguousarray(_open_cifar_p(str(self.path), self.frames, self.stride)[self.start + i])
-
-    def fingerprint(self, mode: str = "stat") -> str:
-        return files_fingerprint([(self.path.name, self.path)], mode, extra=(self.start, self.stop, self.labels.tolist()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -605,6 +565,15 @@ def stability_notes(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> 
 class _SequenceBenchmark(Benchmark):
     """Frame stacks in, per-frame top-5 out, stability metrics from the stored columns."""
 
+    option_hints = SEQUENCE_HINTS
+    family = "perturbation"
+    family_title = "Perturbation stability (ImageNet-P)"
+    headline = (HeadlineMetric("mfr", "mFR", "mfr_subset", compare=True),
+                HeadlineMetric("mt5d", "mT5D", "mt5d_subset"))
+
+    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
+        return PUBLISHED_ALEXNET if config.get("setting") in (None, "imagenet") else None
+
     def load(self, samples, i: int, prepare) -> Sample:
         frames = samples.read(i)
         return Sample(sample_id(samples, i), int(samples.labels[i]), np.stack([prepare(f) for f in frames]))
@@ -664,23 +633,25 @@ class ImageNetP(_SequenceBenchmark):
     frame folders as ``robustlab perturb`` writes them) or CIFAR-10-P arrays (``<root>/<perturbation>.npy``,
     optional ``labels.npy``).
 
-    Options: ``perturbations`` (default: every perturbation folder present), ``strides`` (1,2),
-    ``setting`` (frame counts to expect: imagenet for folders, cifar for arrays), ``frames``
-    (``released``: every sequence must have the released number of frames; ``any``: any length
-    longer than the largest stride, the same within a folder), ``class_map`` (auto), ``limit``
-    (sequences per folder), ``shard_size`` (500 sequences per unit), ``baseline`` (alexnet).
+    Its options are :attr:`options`; ``perturbations`` defaults to every perturbation folder present.
     """
 
     name = "imagenet-p"
+    options = (
+        PERTURBATIONS_OPTION, STRIDES_OPTION,
+        Option("setting", "str", help="Frame counts to expect: imagenet (default for folders) or cifar (default for "
+               "arrays)."),
+        Option("frames", "str", "released", help="released (every sequence has the released number of frames) or "
+               "any (any length longer than the largest stride, the same within a folder)."),
+        CLASS_MAP, Option("limit", "int", help="Only the first N sequences of each folder."), shard_size_option(500),
+        baseline_option("alexnet"), BASELINE_RUN,
+    )
 
     def __init__(self) -> None:
         self._listing: dict[tuple[str, str, Any], tuple[list[str], list[str | None], list[str]]] = {}
 
-    def configure(self, data: str, *, corruptions=None, severities=None, save_logits=None, perturbations=None,
-                  strides=None, setting=None, frames="released", class_map=None, limit=None, shard_size=500,
-                  baseline="alexnet", baseline_run=None, **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, other)
-        _no_corruption_options(self.name, corruptions, severities, save_logits)
+    def configure(self, data: str, *, perturbations, strides, setting, frames, class_map, limit, shard_size,
+                  baseline, baseline_run) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
         layout, found = imagenet_p_layout(root)
         if perturbations is not None:
@@ -755,7 +726,8 @@ class ImageNetP(_SequenceBenchmark):
                 labels = labels[start:stop]
             else:
                 labels = np.full(stop - start, -1, np.int64)
-            return CifarPSamples(Path(config["data"], f"{folder}.npy"), start, stop, labels, frames, stride)
+            return ArraySamples(Path(config["data"], f"{folder}.npy"), start, stop, labels,
+                                opener=functools.partial(open_cifar_p, frames=frames, stride=stride))
         files, classes, _ = self._list(config, folder)
         names = sorted({c for c in classes if c is not None})
         index, class_names = resolve_class_map(names, config["class_map"]) if names else ({}, ())
@@ -772,21 +744,24 @@ class Perturbed(_SequenceBenchmark):
     """Any labelled image folder (``<root>/<class>/<image>``), each image turned into perturbation
     sequences on the fly, with the seeds of ``robustlab perturb`` (identical sequences).
 
-    Options: ``perturbations`` (test), ``setting`` (imagenet: 224 px frames from Resize 256;
-    cifar: square images as they are), ``difficulty`` (1; noise level), ``seed`` (0), ``strides``
-    (1,2), ``class_map``, ``limit``, ``shard_size`` (500 images per unit), ``baseline``.
+    Its options are :attr:`options`.
     """
 
     name = "perturbed"
+    options = (
+        PERTURBATIONS_OPTION,
+        Option("setting", "str", "imagenet", help="imagenet (224 px frames from Resize 256) or cifar (square images "
+               "as they are)."),
+        Option("difficulty", "int", 1, help="Noise level of the noise sequences: 1, 2 or 3."),
+        seed_option(0, "Base seed; each sequence gets its own derived seed (as robustlab perturb)."),
+        STRIDES_OPTION, CLASS_MAP, LIMIT, shard_size_option(500), baseline_option("alexnet"), BASELINE_RUN,
+    )
 
     def __init__(self) -> None:
         self._base_cache: dict[str, ImageFolderSamples] = {}
 
-    def configure(self, data: str, *, corruptions=None, severities=None, save_logits=None, perturbations=None,
-                  setting="imagenet", difficulty=1, seed=0, strides=None, class_map=None, limit=None,
-                  shard_size=500, baseline="alexnet", baseline_run=None, **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, other)
-        _no_corruption_options(self.name, corruptions, severities, save_logits)
+    def configure(self, data: str, *, perturbations, setting, difficulty, seed, strides, class_map, limit, shard_size,
+                  baseline, baseline_run) -> dict[str, Any]:
         if setting not in ("imagenet", "cifar"):
             raise InputError(f"setting must be imagenet or cifar; got {setting!r}.")
         if difficulty not in (1, 2, 3) or isinstance(difficulty, bool):
@@ -805,10 +780,13 @@ class Perturbed(_SequenceBenchmark):
         config["num_classes"] = len(self._base(config).classes)
         return config
 
+    def comparability(self, config: Mapping[str, Any]) -> str | None:
+        return own_data_label(config)
+
     def notes(self, config, metrics) -> list[str]:
         metrics = list(metrics)
         notes = stability_notes(config, metrics)
-        if published_baseline_label(self.name, config) and any(m == "flip_rate" for m, _, _ in metrics):
+        if self.comparability(config) and any(m == "flip_rate" for m, _, _ in metrics):
             notes.insert(0, own_data_note("FR, mFR and the T5D ratios (mT5D)", config["data"]))
         return notes
 

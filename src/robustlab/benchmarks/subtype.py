@@ -22,15 +22,14 @@ import numpy as np
 
 from ..data.classification import ImageFolderSamples
 from ..data.subtypes import load_split
-from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import setting_counts, top1_errors
-from ..engine.options import check_positive, reject_unknown
+from ..engine.options import LIMIT, SAVE_LOGITS, TOP_K, check_positive, shard_size_option
+from ..engine.schema import Option
 from ..errors import InputError
 from .natural_shift import accuracy_rows
 
 SETTINGS = ("seen", "unseen")
-OPTIONS = "limit, shard_size, imagenet_top1, top_k, save_logits"
-
 
 def imagenet_accuracy(value: Any) -> float | None:
     """``imagenet_top1`` as a fraction (given in percent when above 1); None passes through."""
@@ -49,13 +48,16 @@ def imagenet_accuracy(value: Any) -> float | None:
 
 @register_benchmark
 class SubtypeRobustness(Benchmark):
-    """Seen vs unseen subtype accuracy of a 25-way broad-type classifier (see the module docstring).
-
-    Options: ``limit`` (images per setting), ``shard_size`` (images per unit, 5000),
-    ``imagenet_top1``, ``top_k``, ``save_logits``.
-    """
+    """Seen vs unseen subtype accuracy of a 25-way broad-type classifier (see the module docstring)."""
 
     name = "subtype-robustness"
+    family, family_title = "subtype", "Subtype robustness"
+    headline = (HeadlineMetric("accuracy", "seen", setting="seen"), HeadlineMetric("accuracy", "unseen",
+                                                                                   setting="unseen"))
+    options = (SAVE_LOGITS, LIMIT, shard_size_option(5000),
+               Option("imagenet_top1", "float", help="The model's ImageNet top-1 accuracy (a fraction, or percent "
+                      "above 1), for the report's comparison."), TOP_K)
+    option_hints = {"corruptions": "{name} takes no corruptions.", "severities": "{name} takes no severities."}
 
     def __init__(self) -> None:
         self._splits: dict[str, tuple[dict, dict[str, list[str]]]] = {}
@@ -65,12 +67,7 @@ class SubtypeRobustness(Benchmark):
             self._splits[root] = load_split(root)
         return self._splits[root]
 
-    def configure(self, data: str, *, corruptions=None, severities=None, save_logits=None, limit=None,
-                  shard_size=5000, imagenet_top1=None, top_k=5, **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, other, OPTIONS)
-        for key, value in (("corruptions", corruptions), ("severities", severities)):
-            if value is not None:
-                raise InputError(f"{self.name} takes no {key}.")
+    def configure(self, data: str, *, save_logits, limit, shard_size, imagenet_top1, top_k) -> dict[str, Any]:
         root = str(Path(data).expanduser().resolve())
         meta, _ = self._split(root)
         return {"data": root, "broad_types": [t[0] for t in meta["broad_types"]],

@@ -56,9 +56,10 @@ from ..metrics.pmk import (
 from ..metrics.stats import clopper_pearson
 from ..models.projection import MERGES, groups_from_map, project_logits
 from ..models.protocol import check_logits
-from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
-from ..engine.options import reject_unknown
+from ..engine.options import SAVE_LOGITS, TOP_K, shard_size_option
+from ..engine.schema import Option
 
 FRAMES = "frames"
 #: The headline pm-k (the papers' pm-10) and the end of the accuracy-vs-k curve.
@@ -98,9 +99,6 @@ class FrameSamples:
 # --- options ---------------------------------------------------------------------------------------
 
 
-#: Options the video benchmarks take, named in the error for an unknown one.
-ACCEPTED_OPTIONS = ("metadata, class_map, merge, k, label_mode (video-pmk), shard_size, limit, alpha, static_runs, "
-                    "top_k and save_logits")
 
 
 def _positive(name: str, value: Any, *, minimum: int = 1) -> int:
@@ -472,18 +470,28 @@ def pmk_notes(metrics: Iterable[MetricRow], alpha: float = 0.05) -> list[str]:
 
 
 class VideoPmk(Benchmark):
-    """Base of the pm-k benchmarks; subclasses say how to read the set.
-
-    Options: ``metadata`` (folder of the JSON files; default the data folder, then its
-    ``metadata/``), ``class_map`` ("auto": the set's ImageNet map, "none": the model predicts
-    the set's classes, or a JSON file), ``merge`` (max, sum, mean, median), ``k`` (10),
-    ``label_mode`` (video-pmk only: frame or anchor), ``shard_size`` (frames per unit, 2000),
-    ``limit`` (only the first N anchors), ``alpha`` (0.05), ``static_runs`` (stored run ids of
-    other models on this set), ``top_k`` (5), ``save_logits`` (also keep the model's own logits).
-    """
+    """Base of the pm-k benchmarks; subclasses say how to read the set (options: :attr:`options`)."""
 
     task = "classification"
     default_label_mode = "frame"
+    family, family_title = "video", "Natural perturbations in video (pm-k)"
+    headline = (HeadlineMetric("accuracy_original", "pm-0 accuracy", compare=True),
+                HeadlineMetric("accuracy_pmk", "pm-k accuracy", compare=True))
+    options = (
+        Option("metadata", "path", help="Folder of the set's JSON files (default: the data folder, then its "
+               "metadata/)."),
+        Option("class_map", "str", help="auto (the set's ImageNet map), none (the model predicts the set's classes) "
+               "or a JSON file."),
+        Option("merge", "str", "max", help="How ImageNet logits merge into a set class: max, sum, mean or median."),
+        Option("k", "int", DEFAULT_K, help="Neighbour frames on each side of the anchor."),
+        shard_size_option(2000),
+        Option("limit", "int", help="Only the first N anchors."),
+        Option("alpha", "float", 0.05, help="1 - confidence of the intervals."),
+        Option("static_runs", "value", help="Stored run ids of other models on this set (the static set)."),
+        TOP_K, SAVE_LOGITS,
+    )
+    option_hints = {"label_mode": "{name} fixes label_mode (the set says how its frames are judged); label_mode is "
+                                  "a video-pmk option."}
 
     def __init__(self) -> None:
         self._sets: dict[str, Any] = {}
@@ -492,16 +500,12 @@ class VideoPmk(Benchmark):
     def read_set(self, root: Path, metadata: Path | None, config: Mapping[str, Any]):  # pragma: no cover
         raise NotImplementedError
 
-    def configure(self, data: str, *, metadata=None, class_map=None, merge="max", k=DEFAULT_K, label_mode=None,
-                  shard_size=2000, limit=None, alpha=0.05, static_runs=None, top_k=5, save_logits=False,
-                  corruptions=None, severities=None, **other: Any) -> dict[str, Any]:
-        reject_unknown(self.name, {"corruptions": corruptions, "severities": severities, **other}, ACCEPTED_OPTIONS)
+    def configure(self, data: str, *, metadata, class_map, merge, k, shard_size, limit, alpha, static_runs, top_k,
+                  save_logits, label_mode: str | None = None) -> dict[str, Any]:
+        """``label_mode``: an option of the subclasses that declare it (default :attr:`default_label_mode`)."""
         root = Path(data).expanduser().resolve()
         if not root.is_dir():
             raise DataError(f"{self.name}: data folder {root} does not exist; give the folder holding the frames.")
-        if label_mode is not None and self.name != "video-pmk":
-            raise InputError(f"{self.name} fixes label_mode ('{self.default_label_mode}'); label_mode is a "
-                             "video-pmk option.")
         label_mode = label_mode or self.default_label_mode
         if label_mode not in ("frame", "anchor"):
             raise InputError(f"label_mode {label_mode!r} is unknown; use frame or anchor.")
@@ -630,6 +634,9 @@ class GenericVideoPmk(VideoPmk):
     sample`` / ``finalize``); ``label_mode`` frame (default) or anchor."""
 
     name = "video-pmk"
+    options = (*VideoPmk.options, Option("label_mode", "str", help="How a frame is judged: frame (its own labels, "
+                                         "default) or anchor (its anchor's)."))
+    option_hints = {}
 
     def read_set(self, root, metadata, config):
         from ..video.readers import read_pmk_set

@@ -33,7 +33,7 @@ Which one runs: :func:`draw_normal`, :func:`draw_poisson_levels`, :func:`draw_un
 measured clearly faster in this process (:func:`sampler_route`: both are timed once, on a
 scratch generator, at first use; about 10 ms). Both give the same numbers and leave ``rs`` in
 the same state, so the choice never changes a result, only the time. It exists because the
-speed of the two differs by CPU: issue 21 reports NumPy's normal at twice the speed of the
+speed of the two differs by CPU: NumPy's normal was measured at twice the speed of the
 (then value-by-value) compiled copy on one AMD EPYC machine, while on the machine of
 docs/corruptions-speed.md the compiled copies are the faster.
 ``ROBUSTLAB_LEGACY_SAMPLER=compiled`` or ``=numpy`` fixes the route (benchmarks, tests).

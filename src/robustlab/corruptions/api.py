@@ -9,11 +9,13 @@ import numpy as np
 
 from ..data.images import check_image
 from ..errors import InputError
-from ..seeding import RngLike, as_random_state, derive_seed
+from ..seeding import RngLike, as_random_state
 from .checks import MIN_SIZE, check_severity
+from .items import item_random_state, item_seed
 from .registry import check_profile, get_corruption
 
-__all__ = ["MIN_SIZE", "check_severity", "corrupt", "corrupt_batch", "is_torch_tensor", "torch_backend_by_default"]
+__all__ = ["MIN_SIZE", "check_severity", "corrupt", "corrupt_batch", "corrupt_item", "is_torch_tensor", "item_seed",
+           "torch_backend_by_default"]
 
 
 def corrupt(image: np.ndarray, name: str, severity: int, *, rng: RngLike = None,
@@ -52,6 +54,13 @@ def corrupt(image: np.ndarray, name: str, severity: int, *, rng: RngLike = None,
     return out
 
 
+def corrupt_item(image: np.ndarray, name: str, severity: int, *, seed: int, item: object,
+                 profile: str = "imagecorruptions") -> np.ndarray:
+    """:func:`corrupt` one item of a dataset with its own random state
+    :func:`~robustlab.corruptions.items.item_random_state` (uint8 HxWx3 in and out)."""
+    return corrupt(image, name, severity, rng=item_random_state(seed, item, name, severity), profile=profile)
+
+
 def is_torch_tensor(value: object) -> bool:
     """True for a torch tensor, without importing torch (a tensor implies torch is loaded)."""
     torch = sys.modules.get("torch")
@@ -72,7 +81,7 @@ def torch_backend_by_default(device: object) -> bool:
 
 def corrupt_batch(images, name: str, severity, *, seed: int = 0, ids: Sequence[object] | None = None,
                   profile: str = "imagecorruptions"):
-    """Corrupt many images, each with its own seed ``derive_seed(seed, id, name, severity)``.
+    """Corrupt many images, each with its own seed :func:`item_seed` ``(seed, id, name, severity)``.
 
     ``ids`` identify the images (file names, sample indices); by default their positions. The
     result for an image depends only on (seed, id, name, severity, profile), not on batch order
@@ -106,5 +115,4 @@ def corrupt_batch(images, name: str, severity, *, seed: int = 0, ids: Sequence[o
     ids = list(range(len(imgs))) if ids is None else list(ids)
     if len(ids) != len(imgs):
         raise InputError(f"got {len(imgs)} images but {len(ids)} ids; give one id per image.")
-    return [corrupt(img, name, severity, rng=np.random.RandomState(derive_seed(seed, i, name, severity)),
-                    profile=profile) for img, i in zip(imgs, ids)]
+    return [corrupt_item(img, name, severity, seed=seed, item=i, profile=profile) for img, i in zip(imgs, ids)]

@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from ._disk_filter import filter_uint8, tap_sums_pay
-from ._kernels import (
+from .ops import (
     disk_kernel,
     gaussian_smooth,
     glass_shuffle,
@@ -42,7 +42,6 @@ from ._kernels import (
     unit_to_uint8,
     zoom_sum,
 )
-from .registry import register
 
 #: Gaussian blur sigma in pixels.
 GAUSSIAN_SIGMA = {
@@ -77,20 +76,18 @@ ZOOM = {
 ZOOM["tinyimagenet"] = ZOOM["cifar"]
 
 
-@register("gaussian_blur", group="blur", benchmark=False)
 def gaussian_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Gaussian blur (scikit-image's ``gaussian``: scipy filter, edges replicated, truncate 4)."""
     sigma = severity_param(GAUSSIAN_SIGMA, profile, severity)
     return unit_to_uint8(gaussian_smooth(unit_float(image), sigma))
 
 
-@register("glass_blur", group="blur", benchmark=True)
 def glass_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Blur, locally shuffle pixels (compiled loop), blur again.
 
     The first blur is truncated to uint8 before shuffling, as in the reference; the shuffle
     keeps the reference's quirks (one-way copy, offsets in [-d, d-1]; see
-    :func:`robustlab.corruptions._kernels.glass_shuffle`).
+    :func:`robustlab.corruptions.ops.glass_shuffle`).
     """
     sigma, max_delta, iterations = severity_param(GLASS, profile, severity)
     x = to_uint8(gaussian_smooth(unit_float(image), sigma) * 255)
@@ -98,7 +95,6 @@ def glass_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, prof
     return unit_to_uint8(gaussian_smooth(x / 255.0, sigma))
 
 
-@register("defocus_blur", group="blur", benchmark=True)
 def defocus_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Convolution with an anti-aliased disk (the reference: OpenCV filter2D, float64, reflect-101 edges).
 
@@ -116,7 +112,6 @@ def defocus_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, pr
     return unit_to_uint8(cv2.filter2D(unit_float(image), -1, kernel))
 
 
-@register("motion_blur", group="blur", benchmark=True)
 def motion_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Line blur at a random angle U(-45, 45) degrees (one ``rs.uniform`` draw), truncated.
 
@@ -136,7 +131,6 @@ def zoom_factors(profile: str, severity: int) -> np.ndarray:
     return np.arange(start, stop, step)
 
 
-@register("zoom_blur", group="blur", benchmark=True)
 def zoom_blur(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Average of the image and its zooms into the centre (bilinear, float32 accumulation).
 

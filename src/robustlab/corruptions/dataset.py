@@ -12,7 +12,8 @@ severity) give one *work item* and one output file::
 Guarantees:
 
 - **Identical output whatever the worker count and order.** Each item draws from its own
-  ``np.random.RandomState(derive_seed(seed, rel, corruption, severity))``.
+  ``RandomState(item_seed(seed, rel, corruption, severity))``
+  (:func:`robustlab.corruptions.items.item_seed`).
 - **Resumable.** Outputs already present are skipped; every file is written under a
   temporary name and renamed when complete, so a killed run never leaves a truncated file
   (stale temporary files are removed by the next run). Rerunning the same command continues.
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -47,15 +47,15 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destination, check_resume, output_lock,
-                           record_sources, running, source_changes, source_stamps, write_summary)
+                           record_sources, run_with_progress, running, source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs
 from .. import interrupts
 from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, ensure_dir
-from ..seeding import derive_seed
-from .api import MIN_SIZE, corrupt
+from .api import MIN_SIZE, corrupt_item
+from .checks import parse_severities
 from .registry import check_profile, resolve_corruptions
 
 #: Name of the settings + summary file written at the root of DST.
@@ -88,34 +88,6 @@ class CorruptSettings:
     quality: int | None = 85
     #: A released layout to write (:data:`RELEASES`), or None for the ImageNet-C layout.
     release: str | None = None
-
-
-def parse_severities(spec: str | int | Iterable[int]) -> tuple[int, ...]:
-    """Severities from ``"1-5"``, ``"1,3,5"``, ``"2-3,5"``, an int or a list: sorted, unique.
-
-    Raises :class:`InputError` for anything outside 1..5 or unparseable.
-    """
-    fix = "give severities in 1..5, e.g. '1,2,3' or '1-5'."
-    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-        values = [int(spec)]
-    elif isinstance(spec, str):
-        values = []
-        for part in (p.strip() for p in spec.split(",")):
-            if not part:
-                continue
-            match = re.fullmatch(r"(\d+)\s*-\s*(\d+)|(\d+)", part)
-            if not match:
-                raise InputError(f"cannot read severity {part!r} in {spec!r}: {fix}")
-            lo, hi = (int(match[1]), int(match[2])) if match[1] else (int(match[3]), int(match[3]))
-            if lo > hi:
-                raise InputError(f"severity range {part!r} runs backwards: {fix}")
-            values.extend(range(lo, hi + 1))
-    else:
-        values = list(spec)
-    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 5]
-    if bad or not values:
-        raise InputError(f"bad severities {spec!r}: {fix}")
-    return tuple(sorted({int(v) for v in values}))
 
 
 def check_format(fmt: str) -> str:
@@ -209,11 +181,6 @@ def output_path(dst: str | os.PathLike, item: WorkItem, fmt: str, release: str |
                 *output_relative(item.relative, fmt).parts)
 
 
-def item_seed(seed: int, item: WorkItem) -> int:
-    """The item's own seed: ``derive_seed(seed, relative path, corruption, severity)``."""
-    return derive_seed(seed, item.relative.as_posix(), item.corruption, item.severity)
-
-
 def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
     """Raise InputError when two sources would be written to the same output name."""
     seen: dict[PurePosixPath, PurePosixPath] = {}
@@ -291,8 +258,8 @@ def run_task(task: Task) -> TaskResult:
     for severity in task.severities:
         item = WorkItem(task.corruption, severity, PurePosixPath(task.relative))
         try:
-            out = corrupt(image, item.corruption, severity, rng=np.random.RandomState(item_seed(s.seed, item)),
-                          profile=s.profile)
+            out = corrupt_item(image, item.corruption, severity, seed=s.seed, item=item.relative.as_posix(),
+                               profile=s.profile)
             data = encode_image(out, s.format, quality=s.quality or 85)
             # Atomic rename without fsync (as data.images.write_image): a killed process never
             # leaves a truncated file; an fsync per image would dominate the run time.
@@ -491,39 +458,14 @@ def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings,
 def format_summary(summary: CorruptSummary, *, max_failures: int = 20) -> str:
     """A few lines for the terminal: counts, time, and the bad sources (first ``max_failures``)."""
     s = summary.settings
-    lines = [
-        f"{summary.images} images x {len(s.corruptions)} corruptions x {len(s.severities)} severities "
-        f"= {summary.outputs} outputs in {summary.destination}",
-        f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
-        f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
-    ]
-    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return summary.text(f"{summary.images} images x {len(s.corruptions)} corruptions x {len(s.severities)} "
+                        f"severities = {summary.outputs} outputs in {summary.destination}", SUMMARY_NAME, max_failures)
 
 
 def corrupt_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings,
                                   *, workers: int | None = None,
                                   coco_annotations: list[str | os.PathLike] | None = None,
                                   console=None, max_pixels: int | None = None) -> CorruptSummary:
-    """:func:`corrupt_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn,
-                               TextColumn, TimeElapsedColumn, TimeRemainingColumn)
-
-    console = console or Console(stderr=True)
-    columns = (TextColumn("[bold]corrupting"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    bar = Progress(*columns, console=console, transient=False)
-    task_id = bar.add_task("corrupt", total=None)
-
-    def on_start(summary: CorruptSummary, todo: int) -> None:
-        # shown only once the inputs are validated: an error before that is one clean line
-        if summary.skipped:
-            console.print(f"resuming: {summary.skipped} of {summary.outputs} outputs already in {summary.destination}")
-        bar.update(task_id, total=todo)
-        bar.start()
-
-    try:
-        return corrupt_dataset(src, dst, settings, workers=workers, coco_annotations=coco_annotations,
-                               progress=lambda n: bar.advance(task_id, n), on_start=on_start, max_pixels=max_pixels)
-    finally:
-        bar.stop()
+    """:func:`corrupt_dataset` with a progress bar (rate and ETA) on ``console`` (stderr)."""
+    return run_with_progress(corrupt_dataset, "corrupting", console=console, src=src, dst=dst, settings=settings,
+                             workers=workers, coco_annotations=coco_annotations, max_pixels=max_pixels)

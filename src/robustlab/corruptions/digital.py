@@ -27,10 +27,9 @@ import numpy as np
 from PIL import Image
 
 from ._gaussian import gaussian_filter
-from ._kernels import unit_to_uint8
+from .ops import unit_to_uint8
 from ._legacy_random import draw_uniform
 from ._pil_resample import box_resize, nearest_resize
-from .registry import register
 
 # --------------------------------------------------------------------------- severity tables
 
@@ -162,14 +161,12 @@ def hsv_adjust(image: np.ndarray, mode: int, a: float, b: float = 0.0) -> np.nda
     return _hsv_adjust(np.ascontiguousarray(image), int(mode), float(a), float(b))
 
 
-@register("brightness", group="digital", benchmark=True)
 def brightness(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Brighter: HSV value + c (clipped to 1). Draws nothing."""
     return hsv_adjust(image, SHIFT_VALUE, BRIGHTNESS[profile][severity - 1])
 
 
-@register("saturate", group="digital", benchmark=False)
 def saturate(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """More or less saturated: HSV saturation * a + b (clipped to [0, 1]). Draws nothing."""
@@ -179,7 +176,6 @@ def saturate(image: np.ndarray, severity: int, rs: np.random.RandomState,
 
 # --------------------------------------------------------------------------- contrast
 
-@register("contrast", group="digital", benchmark=True)
 def contrast(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Lower contrast: each channel pulled towards its mean by factor c. Draws nothing.
@@ -197,7 +193,6 @@ def contrast(image: np.ndarray, severity: int, rs: np.random.RandomState,
 
 # --------------------------------------------------------------------------- pixelate / jpeg
 
-@register("pixelate", group="digital", benchmark=True)
 def pixelate(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Blocky: BOX downsampling by c, then NEAREST (imagecorruptions) or BOX (Hendrycks) back up.
@@ -213,7 +208,6 @@ def pixelate(image: np.ndarray, severity: int, rs: np.random.RandomState,
     return box_resize(small, (w, h))
 
 
-@register("jpeg_compression", group="digital", benchmark=True)
 def jpeg_compression(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """JPEG artefacts: encoded at a low quality and decoded again. Draws nothing.
@@ -406,7 +400,6 @@ def _random_affine(image: np.ndarray, jitter: float, rs: np.random.RandomState) 
     return warp_affine_bilinear(image, cv2.getAffineTransform(src, dst))
 
 
-@register("elastic_transform", group="digital", benchmark=True)
 def elastic_transform(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Local elastic distortion: pixels displaced along a smooth random field.

@@ -21,9 +21,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import severity_param, unit_float, unit_value_to_uint8
+from .ops import severity_param, unit_float, unit_value_to_uint8
 from ._legacy_random import draw_normal, draw_poisson_levels, draw_uniform
-from .registry import register
 
 #: Standard deviation of the additive noise, in units of the [0, 1] intensity range.
 GAUSSIAN_SIGMA = {
@@ -100,7 +99,6 @@ def _salt_and_pepper(image, u, amount):  # pragma: no cover - compiled
     return out
 
 
-@register("gaussian_noise", group="noise", benchmark=True)
 def gaussian_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Additive Gaussian noise: x + N(0, sigma^2) per value (the draws of one ``rs.normal`` of the image's shape)."""
     sigma = severity_param(GAUSSIAN_SIGMA, profile, severity)
@@ -108,7 +106,6 @@ def gaussian_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, 
     return _additive(image, draw_normal(rs, image.shape, 0.0, sigma), False)
 
 
-@register("shot_noise", group="noise", benchmark=True)
 def shot_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Poisson (photon) noise: Poisson(x * rate) / rate per value."""
     rate = severity_param(SHOT_RATE, profile, severity)
@@ -119,7 +116,6 @@ def shot_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, prof
     return _counts(counts, float(rate), image.shape)
 
 
-@register("impulse_noise", group="noise", benchmark=True, seedable=False)
 def impulse_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Salt-and-pepper noise with scikit-image's ``random_noise(mode='s&p')`` semantics.
 
@@ -134,7 +130,6 @@ def impulse_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, p
     return _salt_and_pepper(image, draw_uniform(rs, image.shape), float(amount))
 
 
-@register("speckle_noise", group="noise", benchmark=False)
 def speckle_noise(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
     """Multiplicative noise: x + x * N(0, sigma^2) per value."""
     sigma = severity_param(SPECKLE_SIGMA, profile, severity)

@@ -1,23 +1,44 @@
-"""The corruption registry: name -> (group, benchmark flag, kernel).
+"""The corruption registry: each corruption declared once, with everything the rest of robustlab
+derives from it.
+
+A corruption's registration (:func:`register` on its kernel, or :func:`declare` naming the kernel
+by module for lazy loading) is its only record: its name, group, the sets it belongs to
+(``imagenet-c``, ``imagenet-c-bar``...), whether it is a benchmark or a held-out member, its
+published baseline errors (AlexNet's mean error on ImageNet-C), whether it can be seeded
+faithfully and its torch kernel. :func:`list_corruptions` and :func:`resolve_corruptions`, the
+CLI, the metrics' corruption subsets and baselines and the documentation's table iterate the
+registry; the order is the order of registration (the built-in ones first, in the ImageNet-C
+order), so a plugin's corruption is listed after them.
 
 A *kernel* is ``kernel(image, severity, rs, profile) -> np.ndarray`` where ``image`` is a
 validated uint8 HxWx3 array, ``severity`` an int in 1..5, ``rs`` a
 :class:`numpy.random.RandomState` (draw from it in exactly the order the reference draws from
 the global ``np.random``, so a seeded RandomState reproduces the reference), and ``profile`` one
 of :data:`PROFILES`. It returns the final uint8 HxWx3 image (the kernel decides rounding vs
-truncation, as its reference does).
+truncation, as its reference does). A *torch kernel* is described in
+:mod:`robustlab.corruptions.torch.registry`.
+
+A plugin adds one in one file::
+
+    from robustlab.corruptions.registry import register
+
+    @register("my_blur", group="blur", sets=("my-suite",))
+    def my_blur(image, severity, rs, profile):
+        ...
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError, unknown_name
 from ..registry import Registry
-from .cbar.tables import CBAR_ORDER, SETS as CBAR_SETS
 
 Kernel = Callable[[np.ndarray, int, np.random.RandomState, str], np.ndarray]
 
@@ -26,91 +47,115 @@ Kernel = Callable[[np.ndarray, int, np.random.RandomState, str], np.ndarray]
 #: ``cifar``: make_cifar_c.py (32 px). ``tinyimagenet``: make_tinyimagenet_c.py (64 px).
 PROFILES = ("imagecorruptions", "imagenet-c", "cifar", "tinyimagenet")
 
-GROUPS = ("noise", "blur", "weather", "digital")
+#: The set of ImageNet-C's 19 corruptions: the subsets ``all``, ``benchmark`` and ``holdout``
+#: are its members (a plugin's corruption joins them only by declaring this set).
+IMAGENET_C = "imagenet-c"
 
-#: Subset names accepted by :func:`list_corruptions` (besides the group names).
+#: Subset names accepted by :func:`list_corruptions` besides groups and sets: alias -> rule.
 SUBSET_ALIASES = {
     "all": "all",
     "common": "benchmark",
     "benchmark": "benchmark",
     "validation": "holdout",
     "holdout": "holdout",
+    "registered": "registered",
 }
+
+#: Rounding rules of a torch kernel's uint8 output (see :mod:`robustlab.corruptions.torch.registry`).
+ROUNDINGS = ("floor", "round")
+
+
+def load_reference(ref: str, package: str = __package__) -> Any:
+    """The object ``ref`` names: ``"module:attribute"``, the module relative to ``package`` when it
+    starts with a dot (imported now)."""
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module, package), attr)
 
 
 @dataclass(frozen=True)
 class Corruption:
-    """One registered corruption."""
+    """One registered corruption: its declaration.
+
+    Attributes
+    ----------
+    name : str
+    group : str
+        ``noise``, ``blur``, ``weather``, ``digital``, ``c-bar`` or a plugin's own group.
+    benchmark : bool
+        A benchmark member of its sets (False: held out, e.g. ImageNet-C's speckle_noise).
+    sets : tuple of str
+        The named sets it belongs to (``imagenet-c``, ``imagenet-c-bar``, ``cifar10-c-bar``, a
+        plugin's): each is a subset of :func:`list_corruptions`.
+    baselines : mapping of str to float
+        Published mean errors (fractions, over severities 1..5) by baseline name, e.g.
+        ``{"alexnet": 0.886}``; :func:`robustlab.metrics.get_corruption_baseline` collects them.
+    seedable : bool
+        Seedable through a RandomState (False for impulse_noise, whose reference draws from
+        scikit-image's own unseeded generator).
+    kernel_ref, torch_ref : kernel, ``"module:function"`` string or None
+        The numpy kernel and the torch kernel (None: numpy only), as given; a string is
+        imported on first use (:attr:`kernel`), so naming and listing never imports kernels.
+    torch_rounding : str
+        How the torch kernel's output becomes uint8: ``floor`` or ``round``.
+    """
 
     name: str
     group: str
-    benchmark: bool
-    kernel: Kernel
-    #: Seedable through a RandomState (False for impulse_noise, whose reference draws from
-    #: scikit-image's own unseeded generator).
+    benchmark: bool = True
+    kernel_ref: Kernel | str = field(default="", repr=False)
     seedable: bool = True
+    sets: tuple[str, ...] = ()
+    baselines: Mapping[str, float] = field(default_factory=dict)
+    torch_ref: Callable | str | None = field(default=None, repr=False)
+    torch_rounding: str = "floor"
+
+    @property
+    def kernel(self) -> Kernel:
+        """The numpy kernel (its module is imported the first time)."""
+        ref = self.kernel_ref
+        return load_reference(ref) if isinstance(ref, str) else ref
+
+    @property
+    def has_torch_kernel(self) -> bool:
+        return self.torch_ref is not None
 
 
-CORRUPTIONS: Registry[Corruption] = Registry("corruption")
-
-# The canonical order (ImageNet-C paper: the 15 benchmark corruptions by group, then the 4
-# held-out ones). list_corruptions returns names in this order whatever the import order.
-CANONICAL_ORDER = (
-    "gaussian_noise", "shot_noise", "impulse_noise",
-    "defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
-    "snow", "frost", "fog",
-    "brightness", "contrast", "elastic_transform", "pixelate", "jpeg_compression",
-    "speckle_noise", "gaussian_blur", "spatter", "saturate",
-)
+#: Corruptions by name. The built-in ones are declared in :mod:`.catalog` and
+#: :mod:`.cbar.catalog`; other packages register theirs on import, listed under the entry-point
+#: group ``robustlab.corruptions`` (loaded on the first lookup or listing).
+CORRUPTIONS: Registry[Corruption] = Registry("corruption", entry_points="robustlab.corruptions")
 
 
-#: The built-in corruptions: name -> (group, in the benchmark set, kernel module). Names, groups
-#: and subsets are known without importing a kernel (each kernel module, with its compiled
-#: helpers, is imported when one of its corruptions is first looked up).
-BUILTIN: dict[str, tuple[str, bool, str]] = {
-    "gaussian_noise": ("noise", True, "noise"), "shot_noise": ("noise", True, "noise"),
-    "impulse_noise": ("noise", True, "noise"), "speckle_noise": ("noise", False, "noise"),
-    "defocus_blur": ("blur", True, "blur"), "glass_blur": ("blur", True, "blur"),
-    "motion_blur": ("blur", True, "blur"), "zoom_blur": ("blur", True, "blur"),
-    "gaussian_blur": ("blur", False, "blur"),
-    "snow": ("weather", True, "weather"), "frost": ("weather", True, "weather"),
-    "fog": ("weather", True, "weather"), "spatter": ("weather", False, "weather"),
-    "brightness": ("digital", True, "digital"), "contrast": ("digital", True, "digital"),
-    "elastic_transform": ("digital", True, "digital"), "pixelate": ("digital", True, "digital"),
-    "jpeg_compression": ("digital", True, "digital"), "saturate": ("digital", False, "digital"),
-}
-for _name, (_group, _benchmark, _module) in BUILTIN.items():
-    CORRUPTIONS.add_lazy(_name, f"{__package__}.{_module}")
-
-#: Groups outside ImageNet-C's 19, each in its own order; never part of ``all``, ``benchmark`` or
-#: ``holdout``. ``c-bar``: ImageNet-C-bar and CIFAR-10-C-bar (:mod:`.cbar`); their released sets
-#: (``imagenet-c-bar``, ``cifar10-c-bar``) are subsets too.
-EXTRA_GROUPS: dict[str, tuple[str, ...]] = {"c-bar": CBAR_ORDER}
-EXTRA_SUBSETS: dict[str, tuple[str, ...]] = {name: tuple(table) for name, table in CBAR_SETS.items()}
-for _name in CBAR_ORDER:
-    CORRUPTIONS.add_lazy(_name, f"{__package__}.cbar.kernels")
+def declare(name: str, *, group: str, kernel: Kernel | str, benchmark: bool = True, sets: tuple[str, ...] = (),
+            baselines: Mapping[str, float] | None = None, seedable: bool = True,
+            torch_kernel: Callable | str | None = None, torch_rounding: str = "floor") -> Corruption:
+    """Register the corruption ``name`` (see :class:`Corruption` for the fields); ``kernel`` and
+    ``torch_kernel`` may name their function as ``"module:function"`` (a leading dot: relative to
+    :mod:`robustlab.corruptions`), imported on first use."""
+    so_far = CORRUPTIONS.registered_so_far()  # no plugin import in the middle of a registration
+    taken = [*SUBSET_ALIASES, *{c.group for c in so_far}, *{s for c in so_far for s in c.sets}]
+    if not name or not isinstance(name, str) or "," in name or name in taken:
+        raise InputError(f"corruption name {name!r} must be a non-empty string without commas and not a subset, "
+                         f"group or set name ({', '.join(taken)}).")
+    for kind, value in (("group", group), *(("set", s) for s in sets)):
+        if not value or not isinstance(value, str) or "," in value or value in SUBSET_ALIASES or \
+                any(c.name == value for c in so_far):
+            raise InputError(f"corruption {kind} {value!r} of {name!r} must be a non-empty string without commas that "
+                             "is neither a subset alias nor a corruption name.")
+    if torch_rounding not in ROUNDINGS:
+        raise InputError(f"torch_rounding must be one of {ROUNDINGS}; got {torch_rounding!r}.")
+    return CORRUPTIONS.add(name, Corruption(name, group, bool(benchmark), kernel, bool(seedable), tuple(sets),
+                                            MappingProxyType(dict(baselines or {})), torch_kernel, torch_rounding))
 
 
-def corruption_group(name: str) -> tuple[str, bool]:
-    """``(group, in the benchmark set)`` of a corruption, without importing its kernel when built in."""
-    if name in BUILTIN:
-        return BUILTIN[name][:2]
-    if name in CBAR_ORDER:
-        return "c-bar", True
-    c = CORRUPTIONS.get(name)
-    return c.group, c.benchmark
-
-
-def register(name: str, *, group: str, benchmark: bool, seedable: bool = True) -> Callable[[Kernel], Kernel]:
-    """Decorator registering ``kernel`` under ``name``."""
-    if group not in GROUPS and group not in EXTRA_GROUPS:
-        raise InputError(f"unknown corruption group {group!r}; use one of {GROUPS + tuple(EXTRA_GROUPS)}.")
-    if name in BUILTIN and BUILTIN[name][:2] != (group, benchmark):
-        raise InputError(f"corruption {name!r} is registered as ({group}, benchmark={benchmark}) but the built-in "
-                         f"table says {BUILTIN[name][:2]}; keep registry.BUILTIN in step with the kernel.")
+def register(name: str, *, group: str, benchmark: bool = True, sets: tuple[str, ...] = (),
+             baselines: Mapping[str, float] | None = None, seedable: bool = True,
+             torch_kernel: Callable | str | None = None, torch_rounding: str = "floor") -> Callable[[Kernel], Kernel]:
+    """Decorator registering ``kernel`` as the corruption ``name`` (the arguments of :func:`declare`)."""
 
     def deco(kernel: Kernel) -> Kernel:
-        CORRUPTIONS.add(name, Corruption(name, group, benchmark, kernel, seedable))
+        declare(name, group=group, kernel=kernel, benchmark=benchmark, sets=sets, baselines=baselines,
+                seedable=seedable, torch_kernel=torch_kernel, torch_rounding=torch_rounding)
         return kernel
 
     return deco
@@ -127,47 +172,87 @@ def check_profile(profile: str) -> str:
     return profile
 
 
-def list_corruptions(subset: str = "all") -> list[str]:
-    """Names of the corruptions in ``subset``, in the ImageNet-C order.
+def registered() -> list[Corruption]:
+    """Every registered corruption, in registration order."""
+    return [CORRUPTIONS.get(n) for n in CORRUPTIONS.names()]
 
-    ``subset``: ``all`` (19), ``common``/``benchmark`` (15), ``validation``/``holdout`` (4), or
-    a group: ``noise``, ``blur``, ``weather``, ``digital`` (benchmark and held-out members of
-    that group, e.g. ``noise`` includes speckle_noise).
+
+def group_names() -> list[str]:
+    """The groups of the registered corruptions, in order of first appearance."""
+    return list(dict.fromkeys(c.group for c in registered()))
+
+
+def set_names() -> list[str]:
+    """The named sets of the registered corruptions, in order of first appearance."""
+    return list(dict.fromkeys(s for c in registered() for s in c.sets))
+
+
+def subsets() -> list[str]:
+    """Every name :func:`list_corruptions` accepts."""
+    groups = group_names()
+    return [*SUBSET_ALIASES, *groups, *(s for s in set_names() if s not in groups)]
+
+
+def list_corruptions(subset: str = "all") -> list[str]:
+    """Names of the corruptions in ``subset``, in registration order (ImageNet-C's first).
+
+    ``subset``: ``all`` (ImageNet-C's 19), ``common``/``benchmark`` (its 15), ``validation``/
+    ``holdout`` (its 4), ``registered`` (every registered corruption), a group (``noise``,
+    ``blur``, ``weather``, ``digital``, ``c-bar``: benchmark and held-out members alike, e.g.
+    ``noise`` includes speckle_noise) or a set (``imagenet-c-bar``, ``cifar10-c-bar``).
+
+    >>> list_corruptions("noise")
+    ['gaussian_noise', 'shot_noise', 'impulse_noise', 'speckle_noise']
     """
-    known = [n for n in CANONICAL_ORDER if n in CORRUPTIONS]
-    kind = SUBSET_ALIASES.get(subset)
-    if kind == "all":
-        return known
-    if kind == "benchmark":
-        return [n for n in known if corruption_group(n)[1]]
-    if kind == "holdout":
-        return [n for n in known if not corruption_group(n)[1]]
-    if subset in GROUPS:
-        return [n for n in known if corruption_group(n)[0] == subset]
-    extra = {**EXTRA_GROUPS, **EXTRA_SUBSETS}
-    if subset in extra:
-        order = EXTRA_GROUPS[corruption_group(extra[subset][0])[0]]
-        return [n for n in order if n in extra[subset] and n in CORRUPTIONS]
-    raise unknown_name("corruption subset", subset, [*SUBSET_ALIASES, *GROUPS, *extra])
+    every = registered()
+    rule = SUBSET_ALIASES.get(subset)
+    if rule == "registered":
+        return [c.name for c in every]
+    if rule is not None:
+        members = [c for c in every if IMAGENET_C in c.sets]
+        return [c.name for c in members if rule == "all" or c.benchmark == (rule == "benchmark")]
+    chosen = [c.name for c in every if c.group == subset or subset in c.sets]
+    if not chosen:
+        raise unknown_name("corruption subset", subset, subsets())
+    return chosen
 
 
 def resolve_corruptions(spec: str | list[str] | tuple[str, ...]) -> list[str]:
     """Expand a user's selection: subset names and corruption names, comma-separated or listed.
 
-    ``"noise,fog"`` -> ``['gaussian_noise', 'shot_noise', 'impulse_noise', 'speckle_noise', 'fog']``.
-    Duplicates are dropped, order follows the ImageNet-C order.
+    Duplicates are dropped; the order is the registration order (ImageNet-C's first).
+
+    >>> resolve_corruptions("noise,fog")
+    ['gaussian_noise', 'shot_noise', 'impulse_noise', 'fog', 'speckle_noise']
     """
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     chosen: set[str] = set()
+    named = set(subsets())
     for item in (i.strip() for i in items):
         if not item:
             continue
-        if item in SUBSET_ALIASES or item in GROUPS or item in EXTRA_GROUPS or item in EXTRA_SUBSETS:
-            chosen.update(list_corruptions(item))
-        elif item in BUILTIN or item in CBAR_ORDER:
+        if item in CORRUPTIONS:
             chosen.add(item)
+        elif item in named:
+            chosen.update(list_corruptions(item))
         else:
-            chosen.add(get_corruption(item).name)
+            raise unknown_name("corruption", item, [*CORRUPTIONS.names(), *named])
     if not chosen:
         raise InputError("no corruption selected: give names or a subset such as 'benchmark' or 'all'.")
-    return [n for n in CANONICAL_ORDER + CBAR_ORDER if n in chosen]
+    return [n for n in CORRUPTIONS.names() if n in chosen]
+
+
+def published_errors(baseline: str) -> dict[str, float]:
+    """``{corruption: mean error}`` that the registered corruptions declare for ``baseline``
+    (e.g. ``"alexnet"``), in registration order."""
+    return {c.name: float(c.baselines[baseline]) for c in registered() if baseline in c.baselines}
+
+
+def corruption_table() -> str:
+    """The registered corruptions as a Markdown table (name, group, sets, benchmark or held out,
+    torch kernel), for the documentation."""
+    lines = ["| name | group | sets | member | torch kernel |", "|---|---|---|---|---|"]
+    for c in registered():
+        lines.append(f"| `{c.name}` | {c.group} | {', '.join(c.sets) or '–'} | "
+                     f"{'benchmark' if c.benchmark else 'held-out'} | {'yes' if c.has_torch_kernel else 'no'} |")
+    return "\n".join(lines)

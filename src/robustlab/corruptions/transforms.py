@@ -1,12 +1,15 @@
 """``RandomCorruption``: corruption augmentation for training, one random choice per image.
 
+>>> import numpy as np
 >>> from robustlab.corruptions.transforms import RandomCorruption, PAPER_NOISE_AUGMENTATION
->>> augment = RandomCorruption(PAPER_NOISE_AUGMENTATION, severities=(1, 5), seed=0)
->>> out = augment(images, ids=[(epoch, i) for i in batch_indices])   # uint8 NHWC (or a list)
+>>> augment = RandomCorruption(PAPER_NOISE_AUGMENTATION, severities="1-5", seed=0)
+>>> images = np.zeros((4, 32, 32, 3), np.uint8)                  # uint8 NHWC (or a list)
+>>> augment(images, ids=[(0, i) for i in range(4)]).shape        # ids: (epoch, index)
+(4, 32, 32, 3)
 
 Each image gets exactly one corruption (with probability ``p``; else it is returned unchanged)
 and one severity, both drawn from a seed derived from ``(seed, id)``; the corruption itself is
-then applied with the seed ``derive_seed(seed, id, name, severity)``, as
+then applied with the seed :func:`~robustlab.corruptions.items.item_seed` ``(seed, id, name, severity)``, as
 :func:`~robustlab.corruptions.corrupt_batch` does. So an image's augmentation depends only on
 the seed and its id, never on the batch it lands in, the worker that draws it or the order:
 pass ids that include the epoch (``(epoch, index)``) to get fresh draws every epoch.
@@ -29,7 +32,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..seeding import derive_seed
-from .api import check_severity, corrupt, is_torch_tensor
+from .api import corrupt_item, is_torch_tensor
+from .checks import parse_severities
 from .registry import check_profile, get_corruption, resolve_corruptions
 
 #: ImageNet-Vid-Robust's noise augmentation (Shankar et al., paper 000): every training image
@@ -53,32 +57,6 @@ def resolve_augmentation(spec: str | Sequence[str]) -> tuple[str, ...]:
     return names
 
 
-def parse_severity_range(severities: int | Sequence[int] | str) -> tuple[int, ...]:
-    """Severities from ``3``, ``(1, 5)`` (an inclusive range), ``[1, 3, 5]`` or ``"1-5"``/``"1,3"``."""
-    if isinstance(severities, str):
-        text = severities.strip()
-        if "-" in text:
-            lo, _, hi = text.partition("-")
-            try:
-                values = tuple(range(int(lo), int(hi) + 1))
-            except ValueError:
-                raise InputError(f"severities {severities!r}: use e.g. 1-5 or 1,3,5.") from None
-        else:
-            try:
-                values = tuple(int(v) for v in text.split(",") if v.strip())
-            except ValueError:
-                raise InputError(f"severities {severities!r}: use e.g. 1-5 or 1,3,5.") from None
-    elif isinstance(severities, (int, np.integer)) and not isinstance(severities, bool):
-        values = (int(severities),)
-    elif isinstance(severities, tuple) and len(severities) == 2:
-        values = tuple(range(int(severities[0]), int(severities[1]) + 1))
-    else:
-        values = tuple(int(v) for v in severities)
-    if not values:
-        raise InputError(f"severities {severities!r} select none; give e.g. 1-5.")
-    return tuple(check_severity(v) for v in values)
-
-
 @dataclass(frozen=True)
 class RandomCorruption:
     """Apply one randomly chosen corruption and severity per image (seeded by image id).
@@ -88,8 +66,9 @@ class RandomCorruption:
     corruptions : str or sequence of str
         A scheme (``"paper-noise"``: :data:`PAPER_NOISE_AUGMENTATION`), a subset (``"noise"``,
         ``"all"``) or names.
-    severities : int, (low, high) inclusive range, list or ``"1-5"``
-        Severities to draw from, uniformly.
+    severities : int, sequence or str
+        Severities to draw from, uniformly: ``"1-5"``, ``"2-3,5"``, ``3`` or ``[1, 3]`` (see
+        :func:`robustlab.corruptions.parse_severities`; a sequence lists severities, it is not a range).
     p : float
         Probability that an image is corrupted at all (1.0: every image, as in paper 000).
     seed : int
@@ -99,7 +78,7 @@ class RandomCorruption:
     """
 
     corruptions: tuple[str, ...] | str = PAPER_NOISE_AUGMENTATION
-    severities: tuple[int, ...] | str | int = (1, 5)
+    severities: tuple[int, ...] | str | int = "1-5"
     p: float = 1.0
     seed: int = 0
     profile: str = "imagecorruptions"
@@ -111,7 +90,7 @@ class RandomCorruption:
         for n in names:
             get_corruption(n)
         object.__setattr__(self, "_names", names)
-        object.__setattr__(self, "_severities", parse_severity_range(self.severities))
+        object.__setattr__(self, "_severities", parse_severities(self.severities))
         check_profile(self.profile)
         if not 0.0 <= float(self.p) <= 1.0:
             raise InputError(f"p must be a probability in [0, 1]; got {self.p!r}.")
@@ -140,14 +119,13 @@ class RandomCorruption:
         if choice is None:
             return image
         name, severity = choice
-        return corrupt(image, name, severity, rng=np.random.RandomState(derive_seed(self.seed, image_id, name, severity)),
-                       profile=self.profile)
+        return corrupt_item(image, name, severity, seed=self.seed, item=image_id, profile=self.profile)
 
     def apply_tensor(self, images, ids: Sequence[object] | None = None):
         """The torch path: augment a uint8 (N, H, W, 3) or float (N, 3, H, W) [0, 1] batch on its device.
 
         Image i gets ``choose(ids[i])`` (unchanged when None) and is corrupted with the seed
-        ``derive_seed(seed, ids[i], name, severity)``, as :meth:`apply_one` does; the images
+        ``item_seed(seed, ids[i], name, severity)``, as :meth:`apply_one` does; the images
         that drew the same corruption go through the torch backend together. Returns a new
         tensor of the input's shape, dtype, layout and device.
         """

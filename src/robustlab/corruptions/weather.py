@@ -28,10 +28,9 @@ import numpy as np
 
 from ..errors import DataError
 from ._gaussian import gaussian_filter
-from ._kernels import clipped_zoom, motion_blur
+from .ops import clipped_zoom, motion_blur
 from ._legacy_random import draw_normal
 from ._plasma import next_power_of_two, plasma_fractal
-from .registry import register
 
 # --------------------------------------------------------------------------- severity tables
 # One 5-tuple per profile; imagenet-c shares imagecorruptions' values wherever the two agree.
@@ -108,7 +107,6 @@ def _snow_composite(x, grey, layer, weight, rest):  # pragma: no cover - compile
     return out
 
 
-@register("snow", group="weather", benchmark=True)
 def snow(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Falling snow: a thresholded, zoomed noise layer motion-blurred at a random angle.
@@ -213,7 +211,6 @@ def _blend_table(image_weight: float, texture_weight: float) -> np.ndarray:
     return table
 
 
-@register("frost", group="weather", benchmark=True)
 def frost(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Ice crystals: the image blended with a random crop of a frost photograph.
@@ -233,7 +230,6 @@ def frost(image: np.ndarray, severity: int, rs: np.random.RandomState,
 
 # --------------------------------------------------------------------------- fog
 
-@register("fog", group="weather", benchmark=True)
 def fog(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Fog: a plasma-fractal haze added, then the contrast rescaled to the image's maximum.
@@ -293,7 +289,6 @@ def _water_mask(liquid: np.ndarray, intensity: float) -> np.ndarray:
     return mask
 
 
-@register("spatter", group="weather", benchmark=False)
 def spatter(image: np.ndarray, severity: int, rs: np.random.RandomState,
         profile: str) -> np.ndarray:
     """Water drops (severities 1-3) or mud splashes (4-5) over the image.

@@ -114,6 +114,17 @@ class BuildSummary:
             if progress is not None:
                 progress(done)
 
+    def text(self, headline: str, summary_name: str, max_failures: int = 20) -> str:
+        """The terminal's summary of a run: ``headline`` (what was built where), the counts, the
+        changed or removed sources and the bad ones (the first ``max_failures``)."""
+        return "\n".join([headline, self.count_line(), *self.change_lines(),
+                          *self.failure_lines(summary_name, max_failures)])
+
+    def count_line(self) -> str:
+        """``written 10, already there 2, failed 0 (3.1 s, 4 workers)``: the terminal's count line."""
+        return (f"written {self.written}, already there {self.skipped}, failed {self.failed} "
+                f"({self.seconds:.1f} s, {self.workers} worker{'s' if self.workers != 1 else ''})")
+
     def change_lines(self, max_names: int = 5) -> list[str]:
         """Terminal notes on sources changed or removed since the last run into DST (empty when none)."""
         lines = []
@@ -346,3 +357,33 @@ def running(summary: BuildSummary, dst: Path, summary_name: str, started: float)
     finally:
         summary.seconds = round(time.perf_counter() - started, 3)
         write_summary(dst, summary_name, summary)
+
+
+def run_with_progress(build: Callable[..., Any], verb: str, *, console=None, **options: Any) -> Any:
+    """Run a dataset builder (``robustlab corrupt``, ``perturb``, ``stylize``) with a progress bar on
+    ``console`` (stderr): ``build(progress=..., on_start=..., **options)``.
+
+    The builder calls ``on_start(summary, todo=None)`` once its inputs are validated (so an error
+    before that is one clean line, with no bar), with the outputs still to make (default: all of
+    ``summary.outputs``), and ``progress(n)`` as outputs are settled. Outputs already there are
+    announced first (``resuming: ...``).
+    """
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    console = console or Console(stderr=True)
+    bar = Progress(TextColumn(f"[bold]{verb}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
+    task_id = bar.add_task(verb, total=None)
+
+    def on_start(summary: BuildSummary, todo: int | None = None) -> None:
+        if summary.skipped:
+            console.print(f"resuming: {summary.skipped} of {summary.outputs} outputs already in {summary.destination}")
+        bar.update(task_id, total=summary.outputs if todo is None else todo)
+        bar.start()
+
+    try:
+        return build(progress=lambda n: bar.advance(task_id, n), on_start=on_start, **options)
+    finally:
+        bar.stop()

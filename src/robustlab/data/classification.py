@@ -1,17 +1,14 @@
 """Labelled image sets for classification benchmarks.
 
-Three layouts users have, and on-the-fly corruption of any of them:
-
 - an **image folder** with one subfolder per class (the ImageNet val / torchvision
-  ``ImageFolder`` layout): ``<root>/<class>/<file>``;
-- the **ImageNet-C** layout: ``<root>/<corruption>/<severity>/<wnid>/<file>`` (one image
-  folder per corruption and severity);
-- **CIFAR-10-C**: ``<root>/<corruption>.npy`` (N x 32 x 32 x 3 uint8, severity-major: the
-  first N/5 rows are severity 1, ...) with ``<root>/labels.npy``;
-- :func:`corrupt_on_the_fly` wraps any of them so each image is corrupted at its native
-  resolution (before the model's resize) with the seed
-  ``derive_seed(seed, sample_id, corruption, severity)``: the same pixels in any order, in any
-  process.
+  ``ImageFolder`` layout): ``<root>/<class>/<file>`` (:func:`read_image_folder`);
+- rows of a uint8 ``.npy`` array with labels (:class:`ArraySamples`);
+- *views* of another sample set that change its images when read (:class:`SampleView`:
+  size-checked, prepared by a fixed function).
+
+The released corrupted sets (ImageNet-C folders, CIFAR-10-C arrays) are read by
+:mod:`robustlab.corruptions.released`, and the on-the-fly corrupted view is
+:func:`robustlab.corruptions.views.corrupt_on_the_fly`: this layer knows no corruption.
 
 A reader returns a *sample set*: ``len()``, ``ids`` (stable sample ids: the path relative to
 the root, or the row number), ``labels`` (int64), ``classes`` (class names in label order)
@@ -31,14 +28,12 @@ import functools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..corruptions.api import corrupt
 from ..errors import DataError, InputError, did_you_mean
-from ..seeding import derive_seed
 from ..fsutil import explain_os_error
 from ..safeload import load_npy
 from .fingerprint import files_fingerprint
@@ -47,7 +42,6 @@ from .images import is_image_file, read_image
 from .wordnet import ilsvrc_wnids
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
-SEVERITIES = (1, 2, 3, 4, 5)
 #: Largest number of classes a class map may define (ImageNet-21k has 21,841).
 MAX_CLASSES = 1_000_000
 
@@ -91,18 +85,25 @@ class ImageFolderSamples:
                                  extra=(self.labels.tolist(),))
 
     def subset(self, start: int, stop: int) -> ImageFolderSamples:
-        return ImageFolderSamples(self.root, self.files[start:stop], self.labels[start:stop], self.classes)
+        """Samples ``start:stop`` (of the same kind: subclasses keep their other fields)."""
+        return replace(self, files=self.files[start:stop], labels=self.labels[start:stop])
 
 
 @dataclass(frozen=True, eq=False)
 class ArraySamples:
-    """Rows ``start..stop`` of an (N, H, W, 3) uint8 ``.npy`` file (memory-mapped), with labels."""
+    """Rows ``start..stop`` of an array file (memory-mapped), with labels: a sample is one row.
+
+    By default the file is an (N, H, W, 3) uint8 ``.npy`` (:func:`open_npy`); ``opener``
+    (picklable, ``opener(path) -> array``) reads other array files, e.g. CIFAR-10-P's
+    (N, T, H, W, 3) sequences. Sample ids are the row numbers.
+    """
 
     path: Path
     start: int
     stop: int
     labels: np.ndarray
-    classes: tuple[str, ...]
+    classes: tuple[str, ...] = ()
+    opener: Callable[[str], np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self.stop - self.start
@@ -115,7 +116,7 @@ class ArraySamples:
         return str(self.start + i)
 
     def read(self, i: int) -> np.ndarray:
-        return np.ascontiguousarray(_open_npy(str(self.path))[self.start + i])
+        return np.ascontiguousarray((self.opener or open_npy)(str(self.path))[self.start + i])
 
     def fingerprint(self, mode: str = "stat") -> str:
         """The array file's fingerprint, with the rows taken and their labels."""
@@ -125,7 +126,7 @@ class ArraySamples:
     def subset(self, start: int, stop: int) -> ArraySamples:
         n = len(self)
         start, stop = min(start, n), min(stop, n)
-        return ArraySamples(self.path, self.start + start, self.start + stop, self.labels[start:stop], self.classes)
+        return replace(self, start=self.start + start, stop=self.start + stop, labels=self.labels[start:stop])
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,36 +167,6 @@ class SampleView:
 
 
 @dataclass(frozen=True, eq=False)
-class CorruptedSamples(SampleView):
-    """Another sample set, each image corrupted on the fly at its native resolution.
-
-    Image ``i`` is ``corrupt(base.read(i), corruption, severity, rng=RandomState(seed_i))``
-    with ``seed_i = derive_seed(seed, base.ids[i], corruption, severity)``. The base's
-    fingerprint stands for it (the corruption and its seed are in the run's config).
-    """
-
-    corruption: str = ""
-    severity: int = 0
-    seed: int = 0
-    profile: str = "imagecorruptions"
-    _ids: tuple[str, ...] = field(default=(), repr=False)
-
-    def __post_init__(self) -> None:  # the ids once: every read derives its seed from one
-        object.__setattr__(self, "_ids", tuple(self.base.ids))
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return self._ids
-
-    def id(self, i: int) -> str:
-        return self._ids[i]
-
-    def read(self, i: int) -> np.ndarray:
-        rng = np.random.RandomState(derive_seed(self.seed, self._ids[i], self.corruption, self.severity))
-        return corrupt(self.base.read(i), self.corruption, self.severity, rng=rng, profile=self.profile)
-
-
-@dataclass(frozen=True, eq=False)
 class SizeCheckedSamples(SampleView):
     """Another sample set whose images smaller than ``min_size`` pixels on a side are refused.
 
@@ -227,11 +198,12 @@ class PreparedSamples(SampleView):
         return image if self.prepare is None else self.prepare(image)
 
 
-Samples = ImageFolderSamples | ArraySamples | CorruptedSamples | SampleView
+Samples = ImageFolderSamples | ArraySamples | SampleView
 
 
 @functools.lru_cache(maxsize=64)
-def _open_npy(path: str) -> np.ndarray:
+def open_npy(path: str) -> np.ndarray:
+    """The ``.npy`` file at ``path``, memory-mapped read-only (opened once per process)."""
     return load_npy(path, what="array file", mmap_mode="r")
 
 
@@ -403,77 +375,3 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
         raise DataError(f"no images found under {base} (looked in {len(wanted)} class folders for "
                         ".jpg/.jpeg/.png/... files).")
     return ImageFolderSamples(base, tuple(files), np.asarray(labels, dtype=np.int64), names)
-
-
-def imagenet_c_settings(root: str | os.PathLike) -> dict[str, list[int]]:
-    """The (corruption -> severities) folders present under an ImageNet-C root."""
-    base = Path(root)
-    if not base.is_dir():
-        raise DataError(f"ImageNet-C folder {base} does not exist; it must hold <corruption>/<severity>/<wnid>/.")
-    found: dict[str, list[int]] = {}
-    for entry in sorted(os.scandir(base), key=lambda e: e.name):
-        if entry.is_dir() and not entry.name.startswith("."):
-            sev = sorted(int(s.name) for s in os.scandir(entry.path) if s.is_dir() and s.name.isdigit())
-            if sev:
-                found[entry.name] = sev
-    if not found:
-        raise DataError(f"{base} is not in the ImageNet-C layout <corruption>/<severity 1..5>/<wnid>/<file>: "
-                        "no corruption folders with severity subfolders found.")
-    return found
-
-
-def imagenet_c_folder(root: str | os.PathLike, corruption: str, severity: int) -> Path:
-    """``<root>/<corruption>/<severity>``, checked to exist."""
-    path = Path(root) / corruption / str(int(severity))
-    if not path.is_dir():
-        raise DataError(f"ImageNet-C folder {path} is missing; download or extract {corruption} "
-                        f"(severity {severity}) or leave it out with --corruptions/--severities.")
-    return path
-
-
-def read_imagenet_c(root: str | os.PathLike, corruption: str, severity: int, class_map: ClassMapLike = "auto", *,
-                    classes: Sequence[str] | None = None, limit: int | None = None) -> ImageFolderSamples:
-    """Read one corruption/severity of an ImageNet-C layout as an image folder."""
-    return read_image_folder(imagenet_c_folder(root, corruption, severity), class_map, classes=classes, limit=limit)
-
-
-def read_cifar_c(root: str | os.PathLike, corruption: str, severity: int, *,
-                 classes: Sequence[str] = CIFAR10_CLASSES, limit: int | None = None) -> ArraySamples:
-    """Read severity ``severity`` of ``<root>/<corruption>.npy`` (CIFAR-10-C, severity-major).
-
-    The array has 5 x n rows (n = 10,000 in the release) and ``labels.npy`` the same number of
-    labels; rows ``(severity-1)*n .. severity*n`` are the severity's images.
-    """
-    base = Path(root)
-    if int(severity) not in SEVERITIES:
-        raise InputError(f"severity must be 1..5; got {severity}.")
-    path = base / f"{corruption}.npy"
-    if not path.is_file():
-        present = sorted(p.stem for p in base.glob("*.npy") if p.stem != "labels") if base.is_dir() else []
-        raise DataError(f"CIFAR-10-C file {path} is missing (found: {', '.join(present) or 'none'}).")
-    images = _open_npy(str(path))
-    if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8 or len(images) % 5:
-        raise DataError(f"{path} must be uint8 (5*n, H, W, 3), severity-major; got {images.dtype} {images.shape}.")
-    label_path = base / "labels.npy"
-    if not label_path.is_file():
-        raise DataError(f"CIFAR-10-C labels file {label_path} is missing.")
-    labels = np.asarray(load_npy(label_path, what="CIFAR-10-C labels file")).astype(np.int64).reshape(-1)
-    if len(labels) != len(images):
-        raise DataError(f"{label_path} has {len(labels)} labels but {path} has {len(images)} images.")
-    n = len(images) // 5
-    start = (int(severity) - 1) * n
-    stop = start + (n if limit is None else min(n, int(limit)))
-    if labels.size and (labels.min() < 0 or labels.max() >= len(classes)):
-        raise DataError(f"{label_path} has labels outside 0..{len(classes) - 1}.")
-    return ArraySamples(path, start, stop, labels[start:stop], tuple(classes))
-
-
-def corrupt_on_the_fly(samples: ImageFolderSamples | ArraySamples, corruption: str, severity: int, *,
-                       seed: int = 0, profile: str = "imagecorruptions") -> CorruptedSamples:
-    """``samples`` with ``corruption`` at ``severity`` applied to each image when it is read."""
-    from ..corruptions import check_severity, get_corruption
-    from ..corruptions.registry import CORRUPTIONS, check_profile
-
-    if corruption not in CORRUPTIONS:  # known names need no kernel import until an image is read
-        get_corruption(corruption)
-    return CorruptedSamples(samples, corruption, check_severity(severity), int(seed), check_profile(profile))

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..errors import DataError, InputError
+from ..errors import DataError
 from .images import IMAGE_EXTENSIONS, is_image_file
 
 #: Where COCO annotation files are looked for when none is given: ``<root>/annotations/``.
@@ -203,14 +203,6 @@ def folder_layout(images: list[PurePosixPath] | tuple[PurePosixPath, ...]) -> st
     if depths == {2}:
         return "class-folders"
     return "nested"
-
-
-def check_output_location(source: str | os.PathLike, destination: str | os.PathLike) -> None:
-    """Refuse an output folder that is the source folder itself (its outputs would mix with the
-    data). An output folder *inside* the source is fine: listings leave it out."""
-    if os.path.realpath(source) == os.path.realpath(destination):
-        raise InputError(f"the output folder {destination} is the source folder itself; give another output folder "
-                         "(one beside it, or a subfolder of it: listings leave robustlab's outputs out).")
 
 
 def find_coco_annotations(root: str | os.PathLike) -> list[Path]:

@@ -25,8 +25,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from ..corruptions import corrupt, get_corruption, list_corruptions
+from ..corruptions.items import item_random_state
 from ..fsutil import atomic_write_bytes, atomic_write_text, ensure_dir
-from ..seeding import derive_seed
 
 #: scikit-image bundled images used by the full demo (names of ``skimage.data`` functions).
 DEMO_IMAGES = ("astronaut", "chelsea", "coffee")
@@ -83,7 +83,7 @@ def corrupt_all(images: dict[str, np.ndarray], names: list[str], seed: int = 0
     for img_name, img in images.items():
         for name in names:
             for s in SEVERITIES:
-                rng = np.random.RandomState(derive_seed(seed, img_name, name, s))
+                rng = item_random_state(seed, img_name, name, s)
                 t0 = time.perf_counter()
                 outputs[(img_name, name, s)] = corrupt(img, name, s, rng=rng)
                 seconds[(img_name, name, s)] = time.perf_counter() - t0

@@ -5,8 +5,10 @@ pixels (default 96) with 1 to 3 digits pasted on it, each 20-40 px, placed so th
 boxes overlap by IoU < 0.1. Categories are the digits; their **COCO category id is digit + 1**
 (names ``"0"`` .. ``"9"``), the convention of the demo detector's ``labels``.
 
->>> scenes = make_detection_scenes("test", 200, seed=0)
->>> write_coco_scenes(scenes, "demo_det/")   # demo_det/images/*.png + demo_det/annotations/instances_test.json
+Example::
+
+    scenes = make_detection_scenes("test", 200, seed=0)
+    write_coco_scenes(scenes, "demo_det/")   # demo_det/images/*.png + demo_det/annotations/instances_test.json
 """
 
 from __future__ import annotations

@@ -18,9 +18,11 @@ fully inside the image. The label is the digit (10 classes), the box its tight e
 Everything is a plain function of a seed: scene ``i`` of a split draws from its own generator
 ``derive_seed(seed, "scene", split, i)``, so a scene regenerates identically in any order.
 
->>> train = scene_dataset("train", seed=0)        # ArrayDataset, 2,000 uint8 64x64x3 scenes
->>> test = scene_dataset("test", seed=0)          # 500 scenes with held-out digit instances
->>> write_scene_folders("demo_scenes/", seed=0)   # demo_scenes/{train,val}/{0..9}/*.png
+Example::
+
+    train = scene_dataset("train", seed=0)        # ArrayDataset, 2,000 uint8 64x64x3 scenes
+    test = scene_dataset("test", seed=0)          # 500 scenes with held-out digit instances
+    write_scene_folders("demo_scenes/", seed=0)   # demo_scenes/{train,val}/{0..9}/*.png
 """
 
 from __future__ import annotations

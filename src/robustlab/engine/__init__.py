@@ -1,9 +1,11 @@
 """The evaluation engine: runs of (model, benchmark, dataset), streamed, batched and resumable.
 
->>> import robustlab
->>> result = robustlab.evaluate("torchvision:resnet50", "imagenet-c", "/data/ImageNet-C",
-...                             clean_data="/data/imagenet/val")
->>> result.metric("mce"), result.run_id
+Example (with the data at hand)::
+
+    import robustlab
+    result = robustlab.evaluate("torchvision:resnet50", "imagenet-c", "/data/ImageNet-C",
+                                clean_data="/data/imagenet/val")
+    result.metric("mce"), result.run_id
 
 How a run works
 ---------------

@@ -11,11 +11,59 @@ import numpy as np
 from ..errors import InputError
 from ..registry import Registry
 from .records import Batch, Sample, sample_id, source_fingerprint
+from .schema import Option, OptionSchema
 
 if TYPE_CHECKING:
     import torch
 
 MetricRow = tuple[str, str, float]
+
+
+@dataclass(frozen=True)
+class HeadlineMetric:
+    """A metric a benchmark's runs are summarised by (its declaration: name, label, unit).
+
+    Attributes
+    ----------
+    name : str
+        The metric row (setting ``""``), e.g. ``"mce"``.
+    label : str
+        How summaries print it (``"mCE"``).
+    subset : str, optional
+        The row that stands for it when only part of the benchmark was evaluated (``"mce_subset"``).
+    percent : bool
+        Printed as percent (fractions and ratios: ``0.767`` is ``76.7``); else as a plain number.
+    compare : bool
+        A column of the report's comparison of interventions with their plain model.
+    setting : str or None
+        The setting of the row (``""``: the run's overall value; ``"shifted"``...; None: the
+        first row of that name whatever its setting).
+    """
+
+    name: str
+    label: str
+    subset: str | None = None
+    percent: bool = True
+    compare: bool = False
+    setting: str | None = ""
+
+    def value(self, metrics: Iterable[MetricRow]) -> tuple[float, bool] | None:
+        """``(value, from the subset row)`` in a run's metric rows, or None."""
+        rows = list(metrics)
+        for key, partial in ((self.name, False), (self.subset, True)):
+            found = [v for m, s, v in rows if key and m == key and (self.setting is None or s == self.setting)]
+            if found:
+                return float(found[0]), partial
+        return None
+
+    def text(self, metrics: Iterable[MetricRow]) -> str | None:
+        """``"mCE 76.7"`` (``"mCE (subset) 80.1"``), or None when the run has neither row."""
+        found = self.value(metrics)
+        if found is None:
+            return None
+        value, partial = found
+        return f"{self.label}{' (subset)' if partial else ''} {100 * value:.1f}" if self.percent else \
+            f"{self.label}{' (subset)' if partial else ''} {value:.4g}"
 
 
 @dataclass(frozen=True)
@@ -42,12 +90,24 @@ class Unit:
 class Benchmark:
     """Base class of benchmark plugins. Subclasses set ``name`` and override the hooks.
 
-    Hooks, in the order the engine calls them:
+    Declarations (class attributes, the only record of each): ``name``, ``task``,
+    ``runs_model``, ``options`` and ``option_hints`` (what it takes, see
+    :mod:`robustlab.engine.schema`), and how its runs are presented: ``family``,
+    ``family_title``, ``headline`` (:class:`HeadlineMetric`), with the hooks
+    :meth:`comparability` and :meth:`published_baseline`.
 
+    Hooks, in the order :func:`robustlab.evaluate` calls them:
+
+    ``evaluation_options(options, device) -> dict``
+        The given options with device-dependent defaults filled in (default: unchanged).
     ``configure(data, **options) -> dict``
-        Validate the user's options and return the run's config: a JSON-able dict of
-        everything that changes the results (data path, settings, seeds, class map...). It is
-        hashed into the run id, so two calls with the same meaning must return equal dicts.
+        Gets every declared option (given or default) and returns the run's config: a JSON-able
+        dict of everything that changes the results (data path, settings, seeds, class map...).
+        It is hashed into the run id, so two calls with the same meaning must return equal dicts.
+    ``related_runs(config) -> {alias: run id}``
+        Other stored runs the metrics need (e.g. a clean run for ImageNet-C); default none. The
+        engine checks they exist before the run is registered; when ``alias`` is a config key
+        holding that id (e.g. ``clean_run``), it replaces the value by the full id.
     ``dataset_id(config) -> str``
         The dataset's identity stored with the run (default ``config["data"]``).
     ``plan(config) -> iterable of Unit``
@@ -73,16 +133,19 @@ class Benchmark:
         ``batch.inputs(device)``, ``batch.context``, ``batch.label_tensor(device)``); default: top-5
         indices and scores (and logits on request). The engine adds ``sample_id`` and
         ``label``. Override for attacks (gradients) or detectors (boxes).
-    ``related_runs(config) -> {alias: run id}``
-        Other stored runs the metrics need (e.g. a clean run for ImageNet-C); default none.
     ``metrics(config, predictions, related) -> list[(name, setting, value)]``
         After the run, from the stored per-sample columns ``{unit key: {column: array}}`` only
         (``related``: the same for each related run); uses :mod:`robustlab.metrics`. Never
         called inside the inference loop.
+
+    When a stored result is read (:func:`robustlab.engine.load_result`, ``robustlab show``):
+
     ``notes(config, metrics) -> list[str]``
         Human-readable remarks for the result (e.g. why relative mCE is unavailable).
     ``summary(config, metrics) -> dict``
         A structured view of the metrics for ``robustlab show`` and ``to_dict``.
+    ``text(config, summary, metrics) -> list[str]``
+        The ``robustlab show`` layout.
     """
 
     name: ClassVar[str] = ""
@@ -90,12 +153,53 @@ class Benchmark:
     #: False for a benchmark that scores results made elsewhere and never runs a model: its
     #: model is only a name (not built, not hashed into the run's identity).
     runs_model: ClassVar[bool] = True
+    #: The options it takes (:class:`~robustlab.engine.schema.Option`: name, type, default, help,
+    #: validation). :meth:`configure` gets exactly these, defaults filled in; the command line's
+    #: ``--help`` for this benchmark lists them.
+    options: ClassVar[tuple[Option, ...]] = ()
+    #: ``{option it does not take: why, and what to give instead}`` (``{name}``: the benchmark's).
+    option_hints: ClassVar[dict[str, str]] = {}
+    #: How its runs are presented. ``family``: the report section (and summary headline) that
+    #: shows them, shared by the benchmarks of one family ("": the report's generic section);
+    #: ``family_title``: that section's title where the report has no section of its own for the
+    #: family; ``headline``: the metrics its runs are summarised by, the first being the headline.
+    family: ClassVar[str] = ""
+    family_title: ClassVar[str] = ""
+    headline: ClassVar[tuple[HeadlineMetric, ...]] = ()
+
+    @classmethod
+    def schema(cls) -> OptionSchema:
+        """Its options as an :class:`~robustlab.engine.schema.OptionSchema`."""
+        return OptionSchema(f"benchmark {cls.name!r}", cls.options,
+                            {k: v.format(name=cls.name) for k, v in cls.option_hints.items()})
+
+    def comparability(self, config: Mapping[str, Any]) -> str | None:
+        """A label for its ratios when they compare with nothing published (e.g. errors on the
+        user's own data divided by AlexNet's published ImageNet errors: ``"vs published AlexNet
+        (ImageNet), not comparable"``); None when they do, or when it reports no ratios."""
+        return None
+
+    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
+        """What its ratios divide by when no baseline run is given (``"published AlexNet"``);
+        None when it reports no such ratios (e.g. CIFAR-10-C: no published baseline)."""
+        return None
+
+    def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
+        """One image of ``setting`` as the run saw it (uint8 HxWx3), for the report's example grids;
+        None when there is none to show (the default)."""
+        return None
 
     def evaluation_options(self, options: dict[str, Any], device: str | None) -> dict[str, Any]:
-        """The benchmark options with defaults that depend on where the model runs filled in
+        """The given options with defaults that depend on where the model runs filled in
         (``device`` as given to evaluate: ``auto``, ``cpu``, ``cuda:N``...); called before
         :meth:`configure`. Default: unchanged. ``imagenet-c`` picks its corruption backend here."""
         return options
+
+    def config_for(self, data: str | Any, **options: Any) -> dict[str, Any]:
+        """The run config of ``data`` with ``options``: options it does not declare are refused
+        (with a did-you-mean from :meth:`schema`), the others resolved with their defaults and
+        passed to :meth:`configure`. What :func:`robustlab.evaluate` calls."""
+        return self.configure(str(data), **self.schema().resolve(options))
 
     def configure(self, data: str, **options: Any) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -171,11 +275,10 @@ def model_device(model: Any) -> torch.device:
         else torch.device("cpu")
 
 
-#: Benchmark plugins by name. The built-in families live in :mod:`robustlab.benchmarks` (imported
-#: on first lookup); other packages register theirs under the entry-point group
-#: ``robustlab.benchmarks``. The engine itself never imports a benchmark.
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", plugins=("robustlab.benchmarks",),
-                                                 entry_points="robustlab.benchmarks")
+#: Benchmark plugins by name, filled by the modules of the entry-point group ``robustlab.benchmarks``
+#: (robustlab's own families are declared by the package root; other packages list theirs in their
+#: pyproject). The engine itself never imports or names a benchmark.
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", entry_points="robustlab.benchmarks")
 
 
 def register_benchmark(cls: type[Benchmark]) -> type[Benchmark]:
@@ -194,4 +297,28 @@ def get_benchmark(name: str | Benchmark) -> Benchmark:
 
 
 def list_benchmarks() -> list[str]:
+    """Names of the registered benchmarks, in registration order (robustlab's, then plugins')."""
     return BENCHMARKS.names()
+
+
+def benchmark_family(name: str) -> str:
+    """The presentation family of the benchmark ``name`` ("" for its own, generic presentation or
+    a benchmark this robustlab does not know)."""
+    from ..errors import RobustlabError
+
+    try:
+        return BENCHMARKS.get(name).family
+    except RobustlabError:
+        return ""
+
+
+def benchmark_table() -> str:
+    """The registered benchmarks as a Markdown table (name, family, task, headline, options), for
+    the documentation (every benchmark module is imported)."""
+    lines = ["| benchmark | family | task | headline | options |", "|---|---|---|---|---|"]
+    for name in list_benchmarks():
+        cls = BENCHMARKS.get(name)
+        head = ", ".join(h.label for h in cls.headline) or "–"
+        options = ", ".join(f"`{o.name}`" for o in cls.schema()) or "–"
+        lines.append(f"| `{name}` | {cls.family or '–'} | {cls.task} | {head} | {options} |")
+    return "\n".join(lines)

@@ -6,7 +6,7 @@ import contextlib
 import re
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from ..environment import describe_differences, distinct_environments
 from ..errors import InputError
 from ..models.preprocessing import Preprocessing
 from .benchmark import Benchmark, MetricRow, get_benchmark
+from .schema import OptionSchema
 
 
 @dataclass
@@ -144,14 +145,10 @@ def model_key(model: object, options: Mapping[str, Any]) -> str:
 
 
 def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, store: object = None,
-             corruptions: str | list[str] | None = None, severities: str | list[int] | None = None,
-             batch_size: int = 64, workers: int | None = None, device: str | None = None,
-             limit: int | None = None, preprocessing: Preprocessing | dict | None = None,
-             num_classes: int | None = None, progress: str | bool | None = None, save_logits: bool = False,
-             wrap: str | list[str] | None = None, executor: str | Any = "local",
-             ray_address: str | None = None, tag: str | None = None, fingerprint: str = "stat",
-             max_pixels: int | None = None, actors: int | str | None = None, stall_timeout: float | None = None,
-             **options: Any) -> EvaluationResult:
+             batch_size: int = 64, device: str | None = None, preprocessing: Preprocessing | dict | None = None,
+             num_classes: int | None = None, progress: str | bool | None = None, wrap: str | list[str] | None = None,
+             executor: str | Any = "local", tag: str | None = None, fingerprint: str = "stat",
+             max_pixels: int | None = None, **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -165,30 +162,17 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         The dataset root (the layout depends on the benchmark).
     store : None, folder, ``postgresql://`` URL or Store
         Where runs live (default ``./.robustlab/``).
-    corruptions, severities : optional
-        ``"benchmark"``, ``"noise,fog"``, ``"1-5"``, ``"1,3"``...
-    batch_size, workers, device : execution only (not part of the run's identity)
-        ``workers``: decoding/corruption processes of the local executor (default: CPUs - 1;
-        0 = main process). ``device``: ``auto`` (CUDA if present), ``cpu``, ``cuda``.
-    limit : int, optional
-        Evaluate only the first ``limit`` samples of each setting (a quick look).
+    batch_size, device : execution only (not part of the run's identity)
+        ``device``: ``auto`` (CUDA if present), ``cpu``, ``cuda``.
     preprocessing, num_classes : optional model options (see load_model)
     wrap : optional preprocessing wrappers, e.g. ``"clahe,ten-crop"`` (see
         :mod:`robustlab.models.wrappers`); part of the model's name, so a wrapped model's runs
         are stored apart from the plain model's
     progress : ``auto`` (default: a bar when stderr is a terminal, else a log line every 15 s), ``bar``,
         ``log`` or ``none`` (also True = bar, False = none); see :mod:`robustlab.engine.progress`
-    save_logits : also store full logits per sample
-    executor : ``"local"`` (default), ``"ray"`` or an :class:`~robustlab.engine.executor.Executor`
+    executor : ``"local"`` (default), ``"ray"``, another registered executor, or an
+        :class:`~robustlab.engine.executor.Executor`
         Where the work runs; the stored results are the same either way.
-    ray_address : str, optional
-        The Ray cluster to use with ``executor="ray"`` (default ``RAY_ADDRESS``, else a local Ray).
-    actors : int or ``"auto"``, optional
-        ``executor="ray"``: inference actors (default ``auto``: one per GPU, else one per node with
-        at least 2 CPUs); batches are spread over them.
-    stall_timeout : float, optional
-        ``executor="ray"``: seconds without a finished batch before the run fails cleanly
-        (default 300); a stall is reported after 15 s (in ``result.events`` and on stderr).
     tag : str, optional
         A name that becomes part of the run's identity (e.g. to evaluate changed data as a new run).
     fingerprint : ``"stat"`` (default) or ``"content"``
@@ -197,9 +181,12 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     max_pixels : int, optional
         Largest image decoded (width x height; default Pillow's decompression-bomb limit,
         178,956,970); larger ones are skipped as problems. Part of the run's identity when given.
-    **options : benchmark options (``clean_data``, ``clean_run``, ``seed``, ``profile``,
-        ``class_map``, ``shard_size``, ``on_the_fly`` and ``corruption_backend`` for
-        ``imagenet-c``...)
+    **options : the benchmark's options and the executor's
+        Each goes where it is declared: the benchmark's schema (``corruptions``, ``severities``,
+        ``limit``, ``clean_data``, ``seed``, ``save_logits``...: ``robustlab evaluate -b NAME
+        --help`` lists them) or the executor's (``workers``; ``ray_address``, ``actors``,
+        ``stall_timeout`` for ``ray``). ``None`` means not given. Any other name is refused with
+        a did-you-mean.
 
     Returns
     -------
@@ -207,28 +194,16 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         With ``run_id``; calling again with the same arguments resumes a stopped run (only the
         missing units are computed) or returns a finished one at once.
     """
-    from .executor import ExecutionStats, ModelRef, get_executor
-    from .leases import RunHolder
-    from .work import UnitStream
-
+    from .executor import get_executor
     from .progress import resolve_progress
 
     start = time.perf_counter()
     resolve_progress(progress)  # an unknown mode fails before any work
     bench = get_benchmark(benchmark)
-    runner = get_executor(executor, **_executor_options(executor, workers, ray_address, actors, stall_timeout))
+    bench_options, executor_options = split_options(bench, executor, options)
+    runner = get_executor(executor, **executor_options)
     check_device(device)
-    options = bench.evaluation_options(dict(options), device)
-    config = bench.configure(str(data), corruptions=corruptions, severities=severities, limit=limit,
-                             save_logits=save_logits or None, **options)
-    if tag is not None:
-        if not isinstance(tag, str) or not tag.strip():
-            raise InputError(f"tag must be a non-empty string; got {tag!r}.")
-        config["tag"] = tag
-    if max_pixels is not None:  # which images are skipped as too large changes the numbers
-        from ..data.images import check_max_pixels
-
-        config["max_pixels"] = check_max_pixels(max_pixels)
+    config = run_config(bench, data, bench_options, device, tag=tag, max_pixels=max_pixels)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
                      "num_classes": num_classes, "wrap": _canonical_wrap(wrap)}
     loaded = None
@@ -241,50 +216,145 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         name = model if isinstance(model, str) else model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
     with opened_store(store) as st:
-        for key, ref in bench.related_runs(config).items():  # fail early if missing; resolve id prefixes
-            full_id = st.get_run(ref).id
-            if config.get(key) == ref:
-                config[key] = full_id
+        resolve_related_runs(st, bench, config)
         known = {r.id for r in st.list_runs(benchmark=bench.name, model=name)}
         run_id = st.register_run(name, bench.name, bench.dataset_id(config), config, spec)
-        with RunHolder(st, run_id) as holder:  # other drivers on this store share the units (engine/leases.py)
-            def units() -> UnitStream:
-                return UnitStream(bench, config, st.unit_meta(run_id), fingerprint=fingerprint, claim=holder.claim)
-
-            stream = units()
-            stream.verify()
-            stats = ExecutionStats()
-            pending = stream.peek() is not None or bool(stream.deferred)
-            if pending:
-                st.set_run_status(run_id, "running")
-                try:
-                    from ..models.protocol import select_device
-
-                    ref = ModelRef(model, preprocessing, num_classes, select_device(device), wrap,
-                                   loaded=loaded.model if loaded is not None else None,
-                                   digest=loaded.digest if loaded is not None and loaded.model is not None else None)
-                    stats = holder.compute(lambda s: runner.run(ref, bench, config, s, st, run_id,
-                                                                batch_size=batch_size, progress=progress,
-                                                                description=f"{bench.name} {run_id[:6]}"),
-                                           stream, units)
-                except BaseException as exc:
-                    with contextlib.suppress(Exception):
-                        if run_id not in known and not st.completed_units(run_id) and not holder.others():
-                            st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
-                        else:
-                            holder.end("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-                    raise
-        record = st.get_run(run_id)
-        check_measured(st, run_id)  # every sample skipped: an error, never "complete" with an empty table
-        if pending or record.status != "complete" or not st.get_metrics(run_id):
-            compute_metrics(st, run_id, bench, config, stream.keys)
-        result = load_result(st, run_id, benchmark=bench)
+        work = RunWork(st, run_id, bench, config, fingerprint, known)
+        stats, keys = work.compute(lambda: _model_ref(model, preprocessing, num_classes, device, wrap, loaded),
+                                   runner, batch_size=batch_size, progress=progress)
+        result = finish_run(st, run_id, bench, config, keys, pending=work.pending)
     result.units_computed = stats.units
-    result.units_total = len(stream.keys)
+    result.units_total = len(keys)
     result.seconds = time.perf_counter() - start
     result.executor = runner.name
     result.events = stats.events
     return result
+
+
+def split_options(bench: Benchmark, executor: Any, options: Mapping[str, Any]) -> tuple[dict, dict]:
+    """``(benchmark options, executor options)`` of ``evaluate``'s keyword options: each goes to the
+    plugin whose schema declares it (``None``: not given, dropped). An option neither declares is
+    refused: naming the executor that takes it (``add --executor ray``), else with a did-you-mean
+    from the benchmark's schema."""
+    from .executor import EXECUTORS, executor_of_option
+
+    bench_schema = bench.schema()
+    name = executor if isinstance(executor, str) else getattr(executor, "name", "")
+    cls = EXECUTORS.get(executor) if isinstance(executor, str) else type(executor)
+    exec_schema = cls.schema() if hasattr(cls, "schema") else OptionSchema(f"executor {name!r}")
+    bench_options: dict[str, Any] = {}
+    executor_options: dict[str, Any] = {}
+    unknown = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key in bench_schema:
+            bench_options[key] = value
+        elif key in exec_schema:
+            executor_options[key] = value
+        else:
+            unknown.append(key)
+    for key in unknown:
+        if key in bench_schema.hints:
+            raise bench_schema.refusal([key])
+        owner = executor_of_option(key)
+        if owner is not None and owner != name:
+            flag = "--" + key.replace("_", "-")
+            raise InputError(f"{key} ({flag}) is an option of the {owner} executor; add --executor {owner}.")
+    if unknown:
+        raise bench_schema.refusal(unknown, also=exec_schema.names())
+    return bench_options, executor_options
+
+
+def run_config(bench: Benchmark, data: str | Path, options: Mapping[str, Any], device: str | None, *,
+               tag: str | None = None, max_pixels: int | None = None) -> dict[str, Any]:
+    """The run's config: the benchmark's (from its options, with device-dependent defaults), plus the
+    ``tag`` and ``max_pixels`` that are part of any run's identity when given."""
+    config = bench.config_for(data, **bench.evaluation_options(dict(options), device))
+    if tag is not None:
+        if not isinstance(tag, str) or not tag.strip():
+            raise InputError(f"tag must be a non-empty string; got {tag!r}.")
+        config["tag"] = tag
+    if max_pixels is not None:  # which images are skipped as too large changes the numbers
+        from ..data.images import check_max_pixels
+
+        config["max_pixels"] = check_max_pixels(max_pixels)
+    return config
+
+
+def resolve_related_runs(store, bench: Benchmark, config: dict[str, Any]) -> None:
+    """Fail early when a run the metrics need is missing; a config key holding a run id prefix
+    (``clean_run``) becomes the full id."""
+    for key, ref in bench.related_runs(config).items():
+        full_id = store.get_run(ref).id
+        if config.get(key) == ref:
+            config[key] = full_id
+
+
+def _model_ref(model: object, preprocessing: Any, num_classes: int | None, device: str | None, wrap: Any, loaded):
+    """What the executor loads the model from (reusing the model built to identify it)."""
+    from ..models.protocol import select_device
+    from .executor import ModelRef
+
+    return ModelRef(model, preprocessing, num_classes, select_device(device), wrap,
+                    loaded=loaded.model if loaded is not None else None,
+                    digest=loaded.digest if loaded is not None and loaded.model is not None else None)
+
+
+class RunWork:
+    """The pending units of a registered run, computed under a :class:`~robustlab.engine.leases.RunHolder`
+    (other drivers on the same store share the units, see :mod:`robustlab.engine.leases`)."""
+
+    def __init__(self, store, run_id: str, bench: Benchmark, config: Mapping[str, Any], fingerprint: str,
+                 known: set[str]) -> None:
+        self.store, self.run_id, self.bench, self.config = store, run_id, bench, config
+        self.fingerprint, self.known = fingerprint, known
+        self.pending = False
+
+    def compute(self, model_ref: Callable[[], Any], runner, *, batch_size: int, progress) -> tuple[Any, list[str]]:
+        """``(ExecutionStats, unit keys)``: runs the executor over the units not stored yet. A run
+        that fails before anything is stored is removed (no empty run is left behind); otherwise
+        it is marked interrupted or failed."""
+        from .executor import ExecutionStats
+        from .leases import RunHolder
+        from .work import UnitStream
+
+        st, run_id = self.store, self.run_id
+        with RunHolder(st, run_id) as holder:
+            def units() -> UnitStream:
+                return UnitStream(self.bench, self.config, st.unit_meta(run_id), fingerprint=self.fingerprint,
+                                  claim=holder.claim)
+
+            stream = units()
+            stream.verify()
+            stats = ExecutionStats()
+            self.pending = stream.peek() is not None or bool(stream.deferred)
+            if self.pending:
+                st.set_run_status(run_id, "running")
+                try:
+                    ref = model_ref()
+                    stats = holder.compute(lambda s: runner.run(ref, self.bench, self.config, s, st, run_id,
+                                                                batch_size=batch_size, progress=progress,
+                                                                description=f"{self.bench.name} {run_id[:6]}"),
+                                           stream, units)
+                except BaseException as exc:
+                    with contextlib.suppress(Exception):
+                        if run_id not in self.known and not st.completed_units(run_id) and not holder.others():
+                            st.delete_run(run_id)  # nothing computed (e.g. the model cannot be built): leave no run
+                        else:
+                            holder.end("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+                    raise
+        return stats, stream.keys
+
+
+def finish_run(store, run_id: str, bench: Benchmark, config: Mapping[str, Any], keys: list[str], *,
+               pending: bool) -> EvaluationResult:
+    """Compute the metrics when they are missing (or units were just computed) and return the stored result."""
+    record = store.get_run(run_id)
+    check_measured(store, run_id)  # every sample skipped: an error, never "complete" with an empty table
+    if pending or record.status != "complete" or not store.get_metrics(run_id):
+        compute_metrics(store, run_id, bench, config, keys)
+    return load_result(store, run_id, benchmark=bench)
 
 
 def identify(model: object, preprocessing: Any, num_classes: int | None, wrap: Any, device: str | None):
@@ -326,21 +396,6 @@ def check_device(device: str | None) -> None:
     text = "auto" if device is None else str(device)
     if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", text):
         raise InputError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.")
-
-
-def _executor_options(executor: Any, workers: int | None, ray_address: str | None, actors: Any = None,
-                      stall_timeout: float | None = None) -> dict[str, Any]:
-    name = executor if isinstance(executor, str) else getattr(executor, "name", "")
-    ray_only = {"ray_address (--ray-address)": ray_address, "actors (--actors)": actors,
-                "stall_timeout (--stall-timeout)": stall_timeout}
-    if name == "local":
-        for option, value in ray_only.items():
-            if value is not None:
-                raise InputError(f"{option} is an option of the ray executor; add --executor ray.")
-        return {"workers": workers}
-    if name == "ray":
-        return {"address": ray_address, "workers": workers, "actors": actors, "stall_timeout": stall_timeout}
-    return {}
 
 
 def check_measured(store, run_id: str) -> None:

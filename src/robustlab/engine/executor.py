@@ -13,7 +13,10 @@ code (:mod:`robustlab.engine.work`), so their stored columns are identical.
   Ray tasks load batches, actors that load the model once run inference, on a local Ray or the
   cluster at ``RAY_ADDRESS``.
 
-New executors subclass :class:`Executor` and register with ``EXECUTORS.add(name, cls)``.
+A new executor is one file: subclass :class:`Executor`, declare its ``options`` (see
+:mod:`robustlab.engine.schema`) and register it with :func:`register_executor` (another package
+lists its module under the entry-point group ``robustlab.executors``); ``evaluate`` and the
+command line pass it its options (:meth:`Executor.from_options`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ..errors import InputError
 from ..registry import Registry
 from .benchmark import Benchmark
 from .progress import RunProgress, run_progress
+from .schema import Option, OptionSchema
 from .work import (
     BatchTask,
     SharedSources,
@@ -147,9 +151,24 @@ class ModelRef:
 
 
 class Executor:
-    """Base class: ``run`` computes the stream's units and commits them to the store."""
+    """Base class: ``run`` computes the stream's units and commits them to the store.
+
+    A subclass sets ``name`` and ``options`` (what its constructor takes, declared once: the
+    engine and the command line pass it exactly these, see :meth:`from_options`)."""
 
     name: ClassVar[str] = ""
+    #: The options its constructor takes (:class:`~robustlab.engine.schema.Option`).
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    @classmethod
+    def schema(cls) -> OptionSchema:
+        return OptionSchema(f"the {cls.name} executor", cls.options)
+
+    @classmethod
+    def from_options(cls, **options: Any) -> Executor:
+        """An executor built from ``options`` (None: not given): options it does not declare are
+        refused with a did-you-mean, the others passed to the constructor with their defaults."""
+        return cls(**cls.schema().resolve(options))
 
     def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
             batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating") -> ExecutionStats:
@@ -157,17 +176,38 @@ class Executor:
 
 
 #: Executors by name. ``ray`` lives in :mod:`robustlab.engine.ray_executor` (imported on first
-#: lookup; it needs the ``ray`` extra only when used).
+#: lookup; it needs the ``ray`` extra only when used); other packages list theirs under the
+#: entry-point group ``robustlab.executors``.
 EXECUTORS: Registry[type[Executor]] = Registry("executor", plugins=("robustlab.engine.ray_executor",),
                                                entry_points="robustlab.executors")
 
 
+def register_executor(cls: type[Executor]) -> type[Executor]:
+    """Class decorator: register an :class:`Executor` subclass under its ``name``."""
+    if not cls.name:
+        raise InputError(f"executor class {cls.__name__} needs a non-empty name.")
+    EXECUTORS.add(cls.name, cls)
+    return cls
+
+
 def get_executor(name: str | Executor = "local", **options: Any) -> Executor:
-    """An executor by name (``local``, ``ray``) built with ``options`` (or ``name`` itself)."""
+    """An executor by name (``local``, ``ray``) built from ``options`` (:meth:`Executor.from_options`),
+    or ``name`` itself when it is an executor (then no options may be given)."""
     if isinstance(name, Executor):
+        given = sorted(k for k, v in options.items() if v is not None)
+        if given:
+            raise InputError(f"executor options ({', '.join(given)}) go to the executor's constructor; "
+                             f"{type(name).__name__} is already built.")
         return name
-    cls = EXECUTORS.get(name)
-    return cls(**options)
+    return EXECUTORS.get(name).from_options(**options)
+
+
+def executor_of_option(name: str) -> str | None:
+    """The first registered executor that declares the option ``name`` (None: none does)."""
+    for executor in EXECUTORS.names():
+        if name in EXECUTORS.get(executor).schema():
+            return executor
+    return None
 
 
 def check_batch_size(batch_size: int) -> int:
@@ -304,6 +344,7 @@ def default_workers() -> int:
     return max(0, min(8, (os.cpu_count() or 1) - 1))
 
 
+@register_executor
 class LocalExecutor(Executor):
     """Worker processes decode/corrupt, this process batches inference (see the module docstring).
 
@@ -315,6 +356,8 @@ class LocalExecutor(Executor):
     """
 
     name = "local"
+    options = (Option("workers", "int", help="Decoding/corruption processes (default: CPUs - 1; 0 = none).",
+                      flags=("-j",)),)
 
     def __init__(self, workers: int | None = None) -> None:
         workers = default_workers() if workers is None else workers
@@ -367,5 +410,3 @@ class LocalExecutor(Executor):
         stats.seconds = time.perf_counter() - start
         return stats
 
-
-EXECUTORS.add(LocalExecutor.name, LocalExecutor)

@@ -1,4 +1,5 @@
-"""Turning command-line strings into evaluation options (used by ``robustlab evaluate``)."""
+"""Evaluation options: the options several benchmark families share (declared once here, see
+:mod:`robustlab.engine.schema`), the checks they share, and command-line parsing helpers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from ..errors import DataError, InputError, unknown_name
 from ..models.preprocessing import Preprocessing
+from .schema import Option
 
 
 def parse_key_values(items: Iterable[str] | None) -> dict[str, Any]:
@@ -121,16 +123,44 @@ def check_preprocessing_budget(preprocessing: Preprocessing | None, batch_size: 
     return estimate
 
 
-# --- option checks shared by the benchmark plugins -------------------------------------
+# --- options several benchmark families declare -----------------------------------------
+
+CORRUPTIONS = Option("corruptions", "str", help="Corruption names or subsets, comma-separated (benchmark, all, "
+                     "holdout, noise, fog, ...; default: the 15 benchmark corruptions).", flags=("-c",))
+SEVERITIES = Option("severities", "str", help="Severities, e.g. 1-5 (default) or 1,3.", flags=("-s",))
+LIMIT = Option("limit", "int", help="Only the first N samples of each setting (a quick look).")
+CLASS_MAP = Option("class_map", "str", help="Class indices: auto, imagenet, sorted or a JSON file.")
+SAVE_LOGITS = Option("save_logits", "bool", False, help="Also store full logits per sample.")
+TOP_K = Option("top_k", "int", 5, help="Classes stored per sample (top-k indices and scores).")
+CLEAN_DATA = Option("clean_data", "path", help="The clean ImageNet val folder (clean error, relative ratios, the "
+                    "original accuracy of effective robustness).")
+CLEAN_RUN = Option("clean_run", "str", help="A stored run with the clean units (instead of --clean-data).")
+BASELINE_RUN = Option("baseline_run", "str", help="A stored run of a baseline model on the same data (normalises "
+                      "the ratios); 'self' for this run.")
+PROFILE = Option("profile", "str", "imagecorruptions", help="Corruption parameter profile: imagecorruptions, "
+                 "imagenet-c, cifar or tinyimagenet.")
+CLASSES_PER_UNIT = Option("classes_per_unit", "int", 100, help="Classes per work unit of an image-folder layout.")
 
 
-def reject_unknown(benchmark: str, options: Mapping[str, Any], accepted: str | None = None) -> None:
-    """Refuse options a benchmark does not take (``None`` means "not given"); ``accepted`` lists
-    the ones it does, for the message."""
-    unknown = sorted(k for k, v in options.items() if v is not None)
-    if unknown:
-        takes = f"; it takes {accepted}" if accepted else ""
-        raise InputError(f"benchmark {benchmark!r} does not take the option(s) {', '.join(unknown)}{takes}.")
+#: The options above: well known across families, so the command line recognises them (``-c fog``)
+#: even for a benchmark that does not take them, and refuses them with that benchmark's reason.
+SHARED_OPTIONS = (CORRUPTIONS, SEVERITIES, LIMIT, CLASS_MAP, SAVE_LOGITS, TOP_K, CLEAN_DATA, CLEAN_RUN, BASELINE_RUN,
+                  PROFILE, CLASSES_PER_UNIT)
+
+
+def shard_size_option(default: int) -> Option:
+    """The ``shard_size`` option (samples per work unit) with a family's default."""
+    return Option("shard_size", "int", default, help="Samples per work unit.")
+
+
+def baseline_option(default: str) -> Option:
+    """The ``baseline`` option (a built-in baseline's name) with a family's default."""
+    return Option("baseline", "str", default, help="The built-in baseline the ratios divide by.")
+
+
+def seed_option(default: int | None = 0, help: str = "Base seed of the per-sample seeds.") -> Option:
+    """The ``seed`` option with a family's default (None: not given)."""
+    return Option("seed", "int", default, help=help)
 
 
 def check_positive(name: str, value: Any) -> int | None:

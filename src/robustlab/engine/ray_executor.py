@@ -44,7 +44,6 @@ from ..errors import InputError, RobustlabError
 from .benchmark import Benchmark
 from .events import EventLog
 from .executor import (
-    EXECUTORS,
     ExecutionStats,
     Executor,
     ImagePreparer,
@@ -52,8 +51,11 @@ from .executor import (
     UnitLedger,
     batch_tasks,
     check_batch_size,
+    register_executor,
 )
+from .options import parse_actors
 from .progress import run_progress
+from .schema import Option
 from .ray_cluster import (
     ACTOR_NAMESPACE,
     ACTOR_PREFIX,
@@ -138,12 +140,13 @@ def load_remote(benchmark: Benchmark, source: Any, unit: str, start: int, stop: 
     return load_batch(benchmark, BatchTask(unit, source, start, stop), prepare)
 
 
+@register_executor
 class RayExecutor(Executor):
     """Run a benchmark on Ray (see the module docstring).
 
     Parameters
     ----------
-    address : str, optional
+    ray_address : str, optional
         The cluster (``host:port`` or ``ray://host:10001``); default ``RAY_ADDRESS``, else a
         local Ray started for the run (and stopped after it).
     workers : int, optional
@@ -161,11 +164,21 @@ class RayExecutor(Executor):
     """
 
     name = "ray"
+    options = (
+        Option("ray_address", "str", help="The Ray cluster: the head's host:port, or ray://host:10001 (default "
+               "$RAY_ADDRESS, else a local Ray)."),
+        Option("workers", "int", help="Load tasks in flight at once (default: the cluster's CPUs not used by actors).",
+               flags=("-j",)),
+        Option("actors", "value", help="Inference actors, N or auto (one per GPU, else one per node with 2+ CPUs); "
+               "batches are spread over them (default auto).", check=lambda v: parse_actors(str(v))),
+        Option("stall_timeout", "float", help="Seconds without a finished batch before the run fails (finished "
+               "units stay stored); stalls are reported after 15 s (default 300)."),
+    )
 
-    def __init__(self, address: str | None = None, workers: int | None = None, actors: int | str | None = None,
+    def __init__(self, ray_address: str | None = None, workers: int | None = None, actors: int | str | None = None,
                  threads: int | None = None, stall_timeout: float | None = None) -> None:
         self.ray = require_ray()
-        self.address = address or os.environ.get("RAY_ADDRESS") or None
+        self.address = ray_address or os.environ.get("RAY_ADDRESS") or None
         for name, value in (("workers", workers), ("actors", None if actors == "auto" else actors)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{name} of the ray executor must be a positive integer"
@@ -409,5 +422,3 @@ def _diagnose(ray, plan: ActorPlan, nodes: _NodeWatch) -> tuple[str, dict[str, A
               "lost_nodes": sorted(nodes.lost)}
     return message, fields
 
-
-EXECUTORS.add(RayExecutor.name, RayExecutor)

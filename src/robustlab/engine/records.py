@@ -9,20 +9,23 @@ size, setting, RMSE, frame offsets...). :func:`collate` turns a list of samples 
 pixels when they share a shape, else keeps them as a list (detectors get their images at
 native size). ``predict(model, batch, config)`` receives pixels and context together.
 
->>> @dataclass(frozen=True)
-... class Where:
-...     native_hw: tuple[int, int]
-...     rmse: float
->>> b = collate([Sample("a.jpg", 3, img_a, Where((480, 640), 1.5)), Sample("b.jpg", 7, img_b, Where((375, 500), 2.0))])
->>> b.context["native_hw"]          # int64 (2, 2)
->>> b.inputs(device)                # float [0, 1], channels first: (N, 3, H, W), or a list when sizes differ
+Example::
+
+    @dataclass(frozen=True)
+    class Where:
+        native_hw: tuple[int, int]
+        rmse: float
+
+    b = collate([Sample("a.jpg", 3, img_a, Where((480, 640), 1.5)), Sample("b.jpg", 7, img_b, Where((375, 500), 2.0))])
+    b.context["native_hw"]          # int64 (2, 2)
+    b.inputs(device)                # float [0, 1], channels first: (N, 3, H, W), or a list when sizes differ
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,11 +212,6 @@ def collate(samples: Sequence[Sample], *, unit: str = "", start: int = 0,
             stacked = list(pixels)
     return Batch(unit=unit, start=start, positions=positions, ids=ids, labels=labels, pixels=stacked,
                  context=context_columns([s.context for s in samples]), problems=list(problems))
-
-
-def empty_columns(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Zero-row arrays of the same dtypes and trailing shapes as ``columns``."""
-    return {k: np.zeros((0, *np.asarray(v).shape[1:]), dtype=np.asarray(v).dtype) for k, v in columns.items()}
 
 
 def sample_id(source: Any, i: int) -> str:

@@ -5,7 +5,8 @@ Conventions: accuracies, errors and flip probabilities are **fractions**; normal
 (CE, mCE, relative mCE, FR, mFR, T5D ratios, mT5D) are **ratios**, 1.0 for the baseline
 (AlexNet) -- the papers print 100 x; :func:`percent` converts. A ratio whose baseline
 denominator is within its sampling error is undefined (:mod:`.ratios`); means of ratios
-average the defined terms and say how many. See the README section "Metrics (Python API)".
+average the defined terms and say how many. The benchmark pages of the documentation
+(``docs/imagenet-c.md``, ``docs/imagenet-p.md``, ...) show each metric's call from Python.
 """
 
 from ..lazy import lazy_exports

@@ -213,21 +213,6 @@ def require_keys(mapping: Mapping, keys: Collection, name: str, *, what: str = "
         )
 
 
-def check_same_keys(a: Mapping, b: Mapping, name_a: str, name_b: str) -> None:
-    """Raise when two mappings do not have exactly the same keys."""
-    only_a = [k for k in a if k not in b]
-    only_b = [k for k in b if k not in a]
-    if only_a or only_b:
-        parts = []
-        if only_a:
-            parts.append(f"only in {name_a}: {format_examples(only_a)}")
-        if only_b:
-            parts.append(f"only in {name_b}: {format_examples(only_b)}")
-        raise InputError(
-            f"{name_a} and {name_b} must have the same keys; " + "; ".join(parts) + "."
-        )
-
-
 def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
     """``value`` if it is one of ``choices``."""
     if value not in choices:

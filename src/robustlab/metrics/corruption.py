@@ -41,6 +41,8 @@ import warnings
 
 import numpy as np
 
+from ..corruptions.checks import SEVERITIES
+from ..corruptions.registry import list_corruptions, published_errors
 from ..errors import InputError
 from ..registry import Registry
 from ._checks import (
@@ -82,27 +84,16 @@ __all__ = [
     "corruption_summary",
 ]
 
-#: The 15 benchmark corruptions of ImageNet-C, by group (noise, blur, weather, digital).
-BENCHMARK_CORRUPTIONS: tuple[str, ...] = (
-    "gaussian_noise", "shot_noise", "impulse_noise",
-    "defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
-    "snow", "frost", "fog",
-    "brightness", "contrast", "elastic_transform", "pixelate", "jpeg_compression",
-)  # fmt: skip
-#: The 4 held-out (validation) corruptions.
-HOLDOUT_CORRUPTIONS: tuple[str, ...] = ("speckle_noise", "gaussian_blur", "spatter", "saturate")
-#: All 19.
-ALL_CORRUPTIONS: tuple[str, ...] = BENCHMARK_CORRUPTIONS + HOLDOUT_CORRUPTIONS
+#: The 15 benchmark corruptions of ImageNet-C, by group (noise, blur, weather, digital), the 4
+#: held-out (validation) ones and all 19: from the corruption registry, where each is declared.
+BENCHMARK_CORRUPTIONS: tuple[str, ...] = tuple(list_corruptions("benchmark"))
+HOLDOUT_CORRUPTIONS: tuple[str, ...] = tuple(list_corruptions("holdout"))
+ALL_CORRUPTIONS: tuple[str, ...] = tuple(list_corruptions("all"))
 #: Severities per corruption.
-N_SEVERITIES = 5
+N_SEVERITIES = len(SEVERITIES)
 
-_SUBSETS = {
-    "benchmark": BENCHMARK_CORRUPTIONS,
-    "common": BENCHMARK_CORRUPTIONS,
-    "holdout": HOLDOUT_CORRUPTIONS,
-    "validation": HOLDOUT_CORRUPTIONS,
-    "all": ALL_CORRUPTIONS,
-}
+#: The subset names :func:`corruption_subset` accepts.
+SUBSETS = ("benchmark", "common", "holdout", "validation", "all")
 
 ErrorsLike = Mapping[str, Any]
 
@@ -111,12 +102,12 @@ def corruption_subset(subset: str | tuple[str, ...] | list[str]) -> tuple[str, .
     """Names of a corruption subset: ``benchmark``/``common`` (15), ``holdout``/``validation``
     (4), ``all`` (19), or an explicit list of names (returned as a tuple)."""
     if isinstance(subset, str):
-        if subset not in _SUBSETS:
+        if subset not in SUBSETS:
             raise InputError(
-                f"unknown corruption subset {subset!r}; use one of {', '.join(_SUBSETS)} "
+                f"unknown corruption subset {subset!r}; use one of {', '.join(SUBSETS)} "
                 "or give a list of corruption names."
             )
-        return _SUBSETS[subset]
+        return tuple(list_corruptions(subset))
     names = tuple(subset)
     if not names:
         raise InputError("the corruption subset is empty: give at least one corruption name.")
@@ -185,29 +176,7 @@ _BASELINES.add(
     "alexnet",
     CorruptionBaseline(
         name="alexnet",
-        errors=MappingProxyType(
-            {
-                "gaussian_noise": 0.886428,
-                "shot_noise": 0.894468,
-                "impulse_noise": 0.922640,
-                "defocus_blur": 0.819880,
-                "glass_blur": 0.826268,
-                "motion_blur": 0.785948,
-                "zoom_blur": 0.798360,
-                "snow": 0.866816,
-                "frost": 0.826572,
-                "fog": 0.819324,
-                "brightness": 0.564592,
-                "contrast": 0.853204,
-                "elastic_transform": 0.646056,
-                "pixelate": 0.717840,
-                "jpeg_compression": 0.606500,
-                "speckle_noise": 0.845388,
-                "gaussian_blur": 0.787108,
-                "spatter": 0.717512,
-                "saturate": 0.658248,
-            }
-        ),
+        errors=MappingProxyType(published_errors("alexnet")),  # declared with each corruption
         clean_error=0.435,
         source="Hendrycks & Dietterich (ICLR 2019), AlexNet errors on ImageNet-C (mean over severities)",
     ),

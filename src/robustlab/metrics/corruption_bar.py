@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..corruptions.cbar.tables import SETS
 from ..errors import InputError, unknown_name
 from ._checks import as_fraction_array
 from .corruption import CorruptionBaseline, corruption_errors
@@ -29,15 +30,9 @@ from .corruption import CorruptionBaseline, corruption_errors
 __all__ = ["CBAR_BASELINES", "CBAR_SETS", "CBarSummary", "PUBLISHED_CBAR_ERRORS", "cbar_summary",
            "get_cbar_baseline", "mce_bar"]
 
-#: The corruptions of each released set (the order of the paper's Table 2).
-CBAR_SETS: dict[str, tuple[str, ...]] = {
-    "imagenet-c-bar": ("blue_noise_sample", "plasma_noise", "checkerboard_cutout", "cocentric_sine_waves",
-                       "single_frequency_greyscale", "brownish_noise", "perlin_noise", "sparkles",
-                       "inverse_sparkles", "caustic_refraction"),
-    "cifar10-c-bar": ("blue_noise_sample", "brownish_noise", "checkerboard_cutout", "circular_motion_blur",
-                      "inverse_sparkles", "lines", "pinch_and_twirl", "ripple", "sparkles",
-                      "transverse_chromatic_abberation"),
-}
+#: The corruptions of each released set, in the order of the paper's Table 2 (from the sets'
+#: declaration, :data:`robustlab.corruptions.cbar.tables.SETS`).
+CBAR_SETS: dict[str, tuple[str, ...]] = {name: tuple(table) for name, table in SETS.items()}
 
 _SOURCE = "Mintun, Kirillov & Xie (NeurIPS 2021), Table 2"
 

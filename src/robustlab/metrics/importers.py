@@ -151,7 +151,7 @@ def _as_number(value: Any, where: str) -> float:
 
 
 #: Severities of an mmdetection results file: 0 is clean, 1..5 the corruption severities (the
-#: store's severities, robustlab.corruptions.dataset.parse_severities, are 1..5).
+#: store's severities, robustlab.corruptions.parse_severities, are 1..5).
 MMDET_SEVERITIES = range(0, 6)
 
 

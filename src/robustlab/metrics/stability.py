@@ -51,6 +51,7 @@ from typing import Any, Union
 import numpy as np
 
 from ..errors import InputError
+from ..perturbations.registry import list_perturbations, published_values
 from ..registry import Registry
 from ._checks import (
     as_bounded_array,
@@ -95,34 +96,26 @@ __all__ = [
     "mt5d_detail",
 ]
 
-#: The 10 test perturbations of ImageNet-P.
-TEST_PERTURBATIONS: tuple[str, ...] = (
-    "gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow",
-    "brightness", "translate", "rotate", "tilt", "scale",
-)  # fmt: skip
-#: The 4 validation perturbations.
-VALIDATION_PERTURBATIONS: tuple[str, ...] = ("speckle_noise", "gaussian_blur", "spatter", "shear")
-ALL_PERTURBATIONS: tuple[str, ...] = TEST_PERTURBATIONS + VALIDATION_PERTURBATIONS
-#: Perturbations whose sequences are independent noise draws (compare with frame 0).
-NOISE_PERTURBATIONS: tuple[str, ...] = ("gaussian_noise", "shot_noise", "speckle_noise")
+#: The 10 test and 4 validation perturbations of ImageNet-P, all 14, and those whose sequences are
+#: independent noise draws (compared with frame 0): from the perturbation registry, where each is
+#: declared.
+TEST_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("test"))
+VALIDATION_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("validation"))
+ALL_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("all"))
+NOISE_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("noise"))
 
-_SUBSETS = {
-    "test": TEST_PERTURBATIONS,
-    "benchmark": TEST_PERTURBATIONS,
-    "validation": VALIDATION_PERTURBATIONS,
-    "holdout": VALIDATION_PERTURBATIONS,
-    "all": ALL_PERTURBATIONS,
-}
+#: The subset names :func:`perturbation_subset` accepts.
+SUBSETS = ("test", "benchmark", "validation", "holdout", "all")
 
 
 def perturbation_subset(subset: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """``test``/``benchmark`` (10), ``validation``/``holdout`` (4), ``all`` (14) or a list."""
     if isinstance(subset, str):
-        if subset not in _SUBSETS:
+        if subset not in SUBSETS:
             raise InputError(
-                f"unknown perturbation subset {subset!r}; use one of {', '.join(_SUBSETS)} or a list of names."
+                f"unknown perturbation subset {subset!r}; use one of {', '.join(SUBSETS)} or a list of names."
             )
-        return _SUBSETS[subset]
+        return tuple(list_perturbations(subset))
     names = tuple(subset)
     if not names:
         raise InputError("the perturbation subset is empty: give at least one perturbation name.")
@@ -391,46 +384,13 @@ class StabilityBaseline:
 
 
 _BASELINES: Registry[StabilityBaseline] = Registry("stability baseline")
+_ALEXNET_FP, _ALEXNET_T5D = published_values("alexnet")  # declared with each perturbation
 _BASELINES.add(
     "alexnet",
     StabilityBaseline(
         name="alexnet",
-        flip_probability=MappingProxyType(
-            {
-                "gaussian_noise": 0.2365,
-                "shot_noise": 0.3006,
-                "motion_blur": 0.0930,
-                "zoom_blur": 0.0594,
-                "snow": 0.1193,
-                "brightness": 0.0489,
-                "translate": 0.1101,
-                "rotate": 0.1310,
-                "tilt": 0.0705,
-                "scale": 0.2353,
-                "speckle_noise": 0.1865,
-                "gaussian_blur": 0.0278,
-                "spatter": 0.0505,
-                "shear": 0.1066,
-            }
-        ),
-        top5_distance=MappingProxyType(
-            {
-                "gaussian_noise": 4.77,
-                "shot_noise": 5.76,
-                "motion_blur": 1.93,
-                "zoom_blur": 1.34,
-                "snow": 2.42,
-                "brightness": 1.19,
-                "translate": 2.63,
-                "rotate": 2.95,
-                "tilt": 1.75,
-                "scale": 4.48,
-                "speckle_noise": 3.89,
-                "gaussian_blur": 0.70,
-                "spatter": 1.26,
-                "shear": 2.48,
-            }
-        ),
+        flip_probability=MappingProxyType(_ALEXNET_FP),
+        top5_distance=MappingProxyType(_ALEXNET_T5D),
         source="Hendrycks & Dietterich (ICLR 2019), AlexNet on ImageNet-P",
     ),
 )

@@ -10,9 +10,11 @@ The Model protocol (see :mod:`.protocol`):
 Preprocessing (resize, centre crop, interpolation, mean/std) lives *inside* the adapter, so
 inputs stay in pixel space and attacks differentiate through it.
 
+>>> import torch
 >>> from robustlab.models import load_model
 >>> model = load_model("torchvision:resnet18:none", device="cpu")   # random weights, offline
->>> logits = model(torch.rand(2, 3, 300, 400))                      # (2, 1000)
+>>> model(torch.rand(2, 3, 300, 400)).shape                         # float [0, 1] NCHW in, logits out
+torch.Size([2, 1000])
 
 Sources: ``torchvision:<name>[:<weights>|:none]``, ``timm:<name>[:none]``, ``onnx:<path>``,
 ``python:<module or file.py>:<callable>``, or any ``nn.Module``/callable.

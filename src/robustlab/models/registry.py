@@ -11,8 +11,9 @@ file's bytes). The engine's run key and ``finetune``'s base spec both ask
 
 Sources register with :func:`model_source` (a decorator with the hooks) or
 ``MODEL_SOURCES.add(prefix, loader)`` (a plain loader: spec kept as given, content hashed
-from the built model); ``demo:`` is registered by :mod:`robustlab.demo.models`, imported on
-first lookup, so this layer never imports the demo.
+from the built model), in their own module, listed under the entry-point group
+``robustlab.model_sources`` and imported on first lookup: this layer never names the packages
+that add sources (the demo's ``demo:``, train's ``finetuned:``).
 """
 
 from __future__ import annotations
@@ -125,12 +126,12 @@ def absolute_path(text: str) -> str:
     canonical spec of a path-based source holds."""
     return str(Path(text).expanduser().resolve())
 
-#: Model sources by prefix. ``demo:`` is registered by :mod:`robustlab.demo.models` and
-#: ``finetuned:`` by :mod:`robustlab.train.finetuned` (loaded on first use); other packages add
-#: theirs under the entry-point group ``robustlab.model_sources``.
-MODEL_SOURCES: Registry[ModelSource | Loader] = Registry("model source", plugins=("robustlab.models.sources", "robustlab.demo.models",
-                                                                    "robustlab.train.finetuned"),
-                                           entry_points="robustlab.model_sources")
+#: Model sources by prefix, filled by :mod:`.sources` (``torchvision``, ``timm``, ``onnx``,
+#: ``python``, ``results``) and the modules of the entry-point group ``robustlab.model_sources``
+#: (robustlab's ``demo:`` and ``finetuned:`` are declared by the package root; other packages
+#: list theirs in their pyproject), each imported on first use.
+MODEL_SOURCES: Registry[ModelSource | Loader] = Registry("model source", plugins=(f"{__package__}.sources",),
+                                                         entry_points="robustlab.model_sources")
 
 #: Spellings of "no pretrained weights" in a spec's last part.
 NO_WEIGHTS = ("none", "random", "scratch")

@@ -6,9 +6,11 @@ report takes them as they take any model. A wrapped model is a different model: 
 is the inner model's name with ``[wrap=<chain>]`` appended (``torchvision:resnet50:IMAGENET1K_V1
 [wrap=clahe+ten-crop]``), so its runs are stored apart from the plain model's.
 
->>> from robustlab.models import load_model
->>> model = load_model("torchvision:resnet50", wrap="clahe,ten-crop")
->>> # or: wrap_classifier(load_model("torchvision:resnet50"), "clahe,ten-crop")
+Example::
+
+    from robustlab.models import load_model
+    model = load_model("torchvision:resnet50", wrap="clahe,ten-crop")
+    # or: wrap_classifier(load_model("torchvision:resnet50"), "clahe,ten-crop")
 
 Wrappers (``--wrap`` on ``robustlab evaluate``, comma-separated; the first one named sees the
 image first, so ``clahe,ten-crop`` equalises the image and then takes ten crops of it):

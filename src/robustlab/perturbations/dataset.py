@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..data.builds import (BuildSummary, TaskResult, check_destination, check_resume, output_lock, record_sources,
-                           running, source_changes, source_stamps, write_summary)
+                           run_with_progress, running, source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
@@ -47,12 +47,11 @@ from ..seeding import derive_seed
 from .api import MIN_SIZE, generate
 from .io import (MP4_PRESET, check_format, encoder_versions, perturbation_folder, remove_stale_temporaries,
                  sequence_name, sequence_path, write_sequence)
-from .registry import SETTINGS, get_perturbation, list_perturbations
+from .registry import SETTINGS, SUBSETS, get_perturbation, list_perturbations
 
 SUMMARY_NAME = "robustlab-perturb.json"
 #: Settings that must match to resume into an existing DST (they change the sequences).
 RESUME_KEYS = ("seed", "setting", "difficulty", "format", "preset")
-_SUBSETS = ("test", "validation", "all", "noise", "temporal")
 
 ProgressCallback = Callable[[int], None]
 
@@ -65,12 +64,12 @@ def resolve_perturbations(spec: str | Iterable[str] = "test") -> tuple[str, ...]
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s and str(s).strip()]
     chosen: set[str] = set()
     for item in items:
-        if item in _SUBSETS or item == "holdout":
+        if item in SUBSETS:
             chosen.update(list_perturbations(item))
         elif item in list_perturbations("all"):
             chosen.add(item)
         else:
-            raise unknown_name("perturbation", item, [*list_perturbations("all"), *_SUBSETS])
+            raise unknown_name("perturbation", item, [*list_perturbations("all"), *SUBSETS])
     if not chosen:
         raise InputError("no perturbation selected: give names or a subset (test, validation, all).")
     return tuple(p for p in list_perturbations("all") if p in chosen)
@@ -316,34 +315,13 @@ def _perturb_locked(dataset: ImageDataset, dst: Path, settings: PerturbSettings,
 def format_summary(summary: PerturbSummary, *, max_failures: int = 20) -> str:
     """A few lines for the terminal: counts, time, and the bad sources (first ``max_failures``)."""
     s = summary.settings
-    lines = [
-        f"{summary.images} images x {len(s.perturbations)} perturbations = {summary.outputs} sequences "
-        f"({s.setting}, {s.format}) in {summary.destination}",
-        f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
-        f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})",
-    ]
-    return "\n".join(lines + summary.change_lines() + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return summary.text(f"{summary.images} images x {len(s.perturbations)} perturbations = {summary.outputs} "
+                        f"sequences ({s.setting}, {s.format}) in {summary.destination}", SUMMARY_NAME, max_failures)
 
 
 def perturb_dataset_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: PerturbSettings, *,
                                   workers: int | None = None, console=None,
                                   max_pixels: int | None = None) -> PerturbSummary:
-    """:func:`perturb_dataset` with a rich progress bar (rate and ETA) on ``console`` (stderr)."""
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-
-    console = console or Console(stderr=True)
-    bar = Progress(TextColumn("[bold]perturbing"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
-    task_id = bar.add_task("perturb", total=None)
-
-    def on_start(summary: PerturbSummary) -> None:
-        bar.update(task_id, total=summary.outputs)
-        bar.start()
-
-    try:
-        return perturb_dataset(src, dst, settings, workers=workers, progress=lambda k: bar.advance(task_id, k),
-                               on_start=on_start, max_pixels=max_pixels)
-    finally:
-        bar.stop()
+    """:func:`perturb_dataset` with a progress bar (rate and ETA) on ``console`` (stderr)."""
+    return run_with_progress(perturb_dataset, "perturbing", console=console, src=src, dst=dst, settings=settings,
+                             workers=workers, max_pixels=max_pixels)

@@ -1,49 +1,99 @@
-"""The perturbation registry: the 10 test and 4 validation sequences of ImageNet-P.
+"""The perturbation registry: each perturbation sequence declared once (ImageNet-P's 10 test and 4
+validation ones in :mod:`.catalog`, and any a plugin registers).
 
 A sequence is ``generate(image, rng, setting, difficulty) -> uint8 (T, H, W, 3)``. *Noise*
 sequences are not temporal: frame 0 is the clean image and frames 1..T-1 independent noise
 draws, so metrics compare every frame with frame 0. *Temporal* sequences change a parameter
 frame by frame, so metrics compare consecutive frames.
+
+A registration is the perturbation's only record: noise or temporal, test or validation, its
+frame counts, AlexNet's published flip probability and top-5 distance (the denominators of FR
+and T5D) and its generator (a function, or ``"module:function"`` imported on first use, so
+naming perturbations never loads the generators). The subsets, the metrics' tables and the
+documentation's table derive from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
-from ..errors import unknown_name
+from ..errors import InputError, unknown_name
 from ..registry import Registry
 
 #: ``imagenet``: Resize(256) then 224 px frames (make_imagenet_p.py). ``cifar``: 32 px images
 #: as they are (make_cifar_p.py).
 SETTINGS = ("imagenet", "cifar")
+#: Subset names of :func:`list_perturbations`.
+SUBSETS = ("all", "test", "benchmark", "validation", "holdout", "noise", "temporal")
 
 Generator = Callable[[np.ndarray, np.random.Generator, str, int], np.ndarray]
 
 
 @dataclass(frozen=True)
 class Perturbation:
+    """One registered perturbation sequence.
+
+    Attributes
+    ----------
+    name : str
+    noise : bool
+        Frames compared with frame 0 (noise) or with the previous frame (temporal).
+    test : bool
+        One of the test perturbations (else validation).
+    frames : mapping
+        Setting -> number of frames.
+    baselines : mapping
+        Baseline name -> (flip probability, top-5 distance) published for it (AlexNet on
+        ImageNet-P: ``{"alexnet": (0.2365, 4.77)}``).
+    generate_ref : generator or ``"module:function"``
+    """
+
     name: str
-    noise: bool          # frames compared with frame 0 (noise) or with the previous frame
-    test: bool           # one of the 10 test perturbations (else validation)
-    frames: dict         # setting -> number of frames
-    generate: Generator
+    noise: bool
+    test: bool
+    frames: Mapping[str, int]
+    generate_ref: Generator | str = field(repr=False)
+    baselines: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def generate(self) -> Generator:
+        """The generator (its module is imported the first time)."""
+        ref = self.generate_ref
+        if not isinstance(ref, str):
+            return ref
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module, __package__), attr)
 
 
-PERTURBATIONS: Registry[Perturbation] = Registry("perturbation")
-
-TEST_PERTURBATIONS = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow", "brightness",
-                      "translate", "rotate", "tilt", "scale")
-VALIDATION_PERTURBATIONS = ("speckle_noise", "gaussian_blur", "spatter", "shear")
+#: Perturbations by name; other packages register theirs on import, listed under the entry-point
+#: group ``robustlab.perturbations``.
+PERTURBATIONS: Registry[Perturbation] = Registry("perturbation", entry_points="robustlab.perturbations")
 
 
-def register(name: str, *, noise: bool, frames: dict | None = None) -> Callable[[Generator], Generator]:
+def declare(name: str, *, noise: bool, generate: Generator | str, test: bool = True,
+            frames: Mapping[str, int] | None = None,
+            baselines: Mapping[str, tuple[float, float]] | None = None) -> Perturbation:
+    """Register the perturbation ``name``: 31 frames in both settings unless ``frames`` says
+    otherwise; ``generate`` may be ``"module:function"`` (a leading dot: relative to this package)."""
+    if not name or not isinstance(name, str) or "," in name or name in SUBSETS:
+        raise InputError(f"perturbation name {name!r} must be a non-empty string without commas and not a subset "
+                         f"name ({', '.join(SUBSETS)}).")
     counts = {"imagenet": 31, "cifar": 31, **(frames or {})}
+    return PERTURBATIONS.add(name, Perturbation(name, bool(noise), bool(test), MappingProxyType(counts), generate,
+                                                MappingProxyType(dict(baselines or {}))))
+
+
+def register(name: str, *, noise: bool, test: bool = True, frames: Mapping[str, int] | None = None,
+             baselines: Mapping[str, tuple[float, float]] | None = None) -> Callable[[Generator], Generator]:
+    """Decorator: register ``generate`` as the perturbation ``name`` (the arguments of :func:`declare`)."""
 
     def deco(fn: Generator) -> Generator:
-        PERTURBATIONS.add(name, Perturbation(name, noise, name in TEST_PERTURBATIONS, counts, fn))
+        declare(name, noise=noise, generate=fn, test=test, frames=frames, baselines=baselines)
         return fn
 
     return deco
@@ -53,18 +103,35 @@ def get_perturbation(name: str) -> Perturbation:
     return PERTURBATIONS.get(name)
 
 
+def registered() -> list[Perturbation]:
+    """Every registered perturbation, in registration order (ImageNet-P's first)."""
+    return [PERTURBATIONS.get(n) for n in PERTURBATIONS.names()]
+
+
 def list_perturbations(subset: str = "all") -> list[str]:
-    """``all`` (14), ``test`` (10), ``validation`` (4), ``noise`` or ``temporal``; ImageNet-P order."""
-    order = TEST_PERTURBATIONS + VALIDATION_PERTURBATIONS
+    """``all``, ``test``/``benchmark``, ``validation``/``holdout``, ``noise`` or ``temporal``; in
+    the order of registration (ImageNet-P's test ones, then its validation ones).
+
+    >>> list_perturbations("validation")
+    ['speckle_noise', 'gaussian_blur', 'spatter', 'shear']
+    """
+    every = registered()
     if subset == "all":
-        return list(order)
-    if subset == "test":
-        return list(TEST_PERTURBATIONS)
+        return [p.name for p in every]
+    if subset in ("test", "benchmark"):
+        return [p.name for p in every if p.test]
     if subset in ("validation", "holdout"):
-        return list(VALIDATION_PERTURBATIONS)
+        return [p.name for p in every if not p.test]
     if subset in ("noise", "temporal"):
-        return [n for n in order if PERTURBATIONS.get(n).noise == (subset == "noise")]
-    raise unknown_name("perturbation subset", subset, ["all", "test", "validation", "noise", "temporal"])
+        return [p.name for p in every if p.noise == (subset == "noise")]
+    raise unknown_name("perturbation subset", subset, SUBSETS)
+
+
+def published_values(baseline: str) -> tuple[dict[str, float], dict[str, float]]:
+    """``({perturbation: flip probability}, {perturbation: top-5 distance})`` that the registered
+    perturbations declare for ``baseline`` (e.g. ``"alexnet"``)."""
+    values = {p.name: p.baselines[baseline] for p in registered() if baseline in p.baselines}
+    return {n: float(v[0]) for n, v in values.items()}, {n: float(v[1]) for n, v in values.items()}
 
 
 def frame_count(name: str, setting: str = "imagenet") -> int:
@@ -72,3 +139,12 @@ def frame_count(name: str, setting: str = "imagenet") -> int:
     if setting not in SETTINGS:
         raise unknown_name("perturbation setting", setting, SETTINGS)
     return get_perturbation(name).frames[setting]
+
+
+def perturbation_table() -> str:
+    """The registered perturbations as a Markdown table, for the documentation."""
+    lines = ["| name | kind | set | frames (ImageNet / CIFAR) |", "|---|---|---|---|"]
+    for p in registered():
+        lines.append(f"| `{p.name}` | {'noise' if p.noise else 'temporal'} | {'test' if p.test else 'validation'} | "
+                     f"{p.frames['imagenet']} / {p.frames['cifar']} |")
+    return "\n".join(lines)

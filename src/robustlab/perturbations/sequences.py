@@ -34,9 +34,8 @@ import numpy as np
 from PIL import Image
 from skimage import color as skcolor
 
-from ..corruptions._kernels import clipped_zoom, gaussian_smooth, motion_blur
+from ..corruptions.ops import clipped_zoom, gaussian_smooth, motion_blur
 from ._geometry import affine_crop, center_crop, resize_shorter, tilt_crop, translate_crop
-from .registry import register
 
 CROP = {"imagenet": 224, "cifar": None}
 
@@ -75,20 +74,17 @@ def _noise_sequence(image, rng, setting, difficulty, draw):
     return frames
 
 
-@register("gaussian_noise", noise=True)
 def gaussian_noise(image, rng, setting, difficulty):
     sigma = NOISE_LEVELS["gaussian_noise"][setting][difficulty - 1]
     return _noise_sequence(image, rng, setting, difficulty,
                            lambda x: x + np.float32(sigma) * rng.standard_normal(x.shape, dtype=np.float32))
 
 
-@register("shot_noise", noise=True)
 def shot_noise(image, rng, setting, difficulty):
     lam = NOISE_LEVELS["shot_noise"][setting][difficulty - 1]
     return _noise_sequence(image, rng, setting, difficulty, lambda x: rng.poisson(x * lam) / lam)
 
 
-@register("speckle_noise", noise=True)
 def speckle_noise(image, rng, setting, difficulty):
     scale = NOISE_LEVELS["speckle_noise"][setting][difficulty - 1]
     return _noise_sequence(image, rng, setting, difficulty,
@@ -100,14 +96,12 @@ def speckle_noise(image, rng, setting, difficulty):
 MOTION = {"imagenet": (31, 10, 3.0, lambda i: (i - 30) * 4), "cifar": (21, 6, 1.8, lambda i: (i - 20) * 9)}
 
 
-@register("motion_blur", noise=False, frames={"cifar": 21})
 def motion_blur_sequence(image, rng, setting, difficulty):
     x = _clean(image, setting)
     n, radius, sigma, angle = MOTION[setting]
     return np.stack([np.clip(motion_blur(x, radius, sigma, angle(i)), 0, 255).astype(np.uint8) for i in range(n)])
 
 
-@register("zoom_blur", noise=False)
 def zoom_blur(image, rng, setting, difficulty):
     base = _base(image, setting)
     size = 224 if setting == "imagenet" else base.shape[0]
@@ -123,7 +117,6 @@ def zoom_blur(image, rng, setting, difficulty):
 SNOW = {"imagenet": (3, 14, 4.0), "cifar": (2, 10, 2.0)}
 
 
-@register("snow", noise=False)
 def snow(image, rng, setting, difficulty):
     x = _clean(image, setting).astype(np.float64) / 255.0
     h, w = x.shape[:2]
@@ -141,7 +134,6 @@ def snow(image, rng, setting, difficulty):
     return np.stack(frames)
 
 
-@register("brightness", noise=False)
 def brightness(image, rng, setting, difficulty):
     step = 0.02 if setting == "imagenet" else 0.015
     hsv = skcolor.rgb2hsv(_clean(image, setting) / 255.0)  # computed once, only V changes
@@ -155,7 +147,6 @@ def brightness(image, rng, setting, difficulty):
     return np.stack([_trunc(factors * np.clip(value + (i - 15) * step, 0, 1)) for i in range(31)])
 
 
-@register("translate", noise=False, frames={"imagenet": 41, "cifar": 16})
 def translate(image, rng, setting, difficulty):
     base = _base(image, setting)
     n, mid = (41, 20) if setting == "imagenet" else (16, 7)
@@ -168,24 +159,20 @@ def _affine_sequence(image, setting, **param_of_frame):
     return np.stack([affine_crop(base, size, **{k: f(i) for k, f in param_of_frame.items()}) for i in range(31)])
 
 
-@register("rotate", noise=False)
 def rotate(image, rng, setting, difficulty):
     return _affine_sequence(image, setting, angle=lambda i: i - 15)
 
 
-@register("scale", noise=False)
 def scale(image, rng, setting, difficulty):
     if setting == "imagenet":
         return _affine_sequence(image, setting, scale=lambda i: (i * 2.5 + 40) / 100.0)
     return _affine_sequence(image, setting, scale=lambda i: (i * 2 + 70) / 100.0)
 
 
-@register("shear", noise=False)
 def shear(image, rng, setting, difficulty):
     return _affine_sequence(image, setting, shear=lambda i: i - 15)
 
 
-@register("tilt", noise=False)
 def tilt(image, rng, setting, difficulty):
     base = _base(image, setting)
     factor = 1.0 if setting == "imagenet" else 0.75
@@ -195,7 +182,6 @@ def tilt(image, rng, setting, difficulty):
 BLUR = {"imagenet": (0.25, 0.035, 6.0), "cifar": (0.3, 0.015, 7.0)}
 
 
-@register("gaussian_blur", noise=False)
 def gaussian_blur(image, rng, setting, difficulty):
     x = _clean(image, setting) / 255.0
     start, step, truncate = BLUR[setting]
@@ -217,7 +203,6 @@ def _convolve_columns_same(layer: np.ndarray, kernel: tuple[float, ...]) -> np.n
     return full[start:start + h]
 
 
-@register("spatter", noise=False)
 def spatter(image, rng, setting, difficulty):
     x = _clean(image, setting).astype(np.float32) / 255.0
     loc, scale_, sigma, threshold, kernel = SPATTER[setting]

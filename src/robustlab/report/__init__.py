@@ -1,9 +1,11 @@
 """Reports of stored runs: one self-contained HTML file (or Markdown, CSV, JSON).
 
->>> from robustlab.report import write_report
->>> from robustlab.store import open_store
->>> with open_store("results/") as store:
-...     write_report(store, "report.html")
+Example::
+
+    from robustlab.report import write_report
+    from robustlab.store import open_store
+    with open_store("results/") as store:
+        write_report(store, "report.html")
 """
 
 from .collect import Estimate, collect_results

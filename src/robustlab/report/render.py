@@ -16,8 +16,7 @@ from .. import __version__
 from ..environment import describe_differences, distinct_environments, summarize
 from ..errors import InputError
 from ..fsutil import atomic_write_text
-from .collect import Estimate, collect_results, metric_table
-from .examples import corruption_examples
+from .collect import collect_results
 from .sections import ReportContext, Section, build_sections
 
 FORMATS = ("html", "markdown", "csv", "json")
@@ -31,46 +30,20 @@ SUMMARY_LEGEND = ("[a, b] = exact 95 % Clopper-Pearson interval. mCE, rel. mCE, 
 
 
 def headline(result, context_results: Sequence = (), store=None) -> str:
-    """The numbers a reader looks for first, per benchmark family; ratios say what they divide by
-    (``vs demo:baseline (run 3957802f2e)``, ``vs published AlexNet``)."""
-    from ..benchmarks.corruption import published_baseline_label
-    from .section_base import labelled, ratio_denominator, terms_text
+    """The numbers a reader looks for first: its family's headline (:func:`register_headline`),
+    else the headline metrics its benchmark declares, else its first numbers; ratios say what they
+    divide by (``vs demo:baseline (run 3957802f2e)``, ``vs published AlexNet``)."""
+    from .section_base import presentation
     from .sections import HEADLINES, family_of
 
-    t, s = metric_table(result), result.summary or {}
     fam = family_of(result.benchmark)
-    parts: list[str] = []
-    if fam == "corruption":
-        if s.get("clean_error") is not None:
-            parts.append("clean acc " + Estimate.from_fraction(1 - s["clean_error"], t.get(("n_samples", "clean"))).percent())
-        own = published_baseline_label(result.benchmark, result.config)
-        ratios = []
-        for key, name in (("mce", "mCE"), ("relative_mce", "rel. mCE"), ("mce_subset", "mCE (subset)"),
-                          ("relative_mce_subset", "rel. mCE (subset)")):
-            if s.get(key) is not None:
-                ratios.append(labelled(f"{name} {100 * s[key]:.1f}{terms_text(s, key)}", own))
-        if s.get("relative_mce_na"):
-            ratios.append("rel. mCE n/a")
-        denominator = ratio_denominator(result, context_results, store)
-        if ratios and denominator and not own:
-            ratios[-1] += f" vs {denominator}"
-        parts += ratios
-    elif fam in HEADLINES:  # video (pm-0, pm-k), perturbation (mFR, mT5D), detection (P, mPC, rPC)
-        parts = HEADLINES[fam](result)
-        if fam == "perturbation" and parts and parts[0].startswith("mFR") and not published_baseline_label(
-                result.benchmark, result.config):
-            denominator = ratio_denominator(result, context_results, store)
-            if denominator:
-                parts[-1] += f" vs {denominator}"
-    elif fam == "adversarial":
-        curve = s.get("curve") or []
-        if curve:
-            parts.append("clean acc " + Estimate.from_fraction(curve[0]["accuracy"], t.get(("n", ""))).percent())
-        attack = str(s.get("attack", "")).upper()
-        parts.append(f"R ({attack}) {s['R']:.3f}" if s.get("R") is not None else f"R ({attack}) undefined")
-        if s.get("non_monotone"):
-            parts[-1] += " (accuracy not monotone in eps)"
+    if fam in HEADLINES:
+        parts = HEADLINES[fam](result, context_results, store)
+    else:
+        bench = presentation(result)
+        parts = [text for h in (bench.headline if bench is not None else ()) if (text := h.text(result.metrics))]
     if not parts:
+        s = result.summary or {}
         headline_keys = [k for k in s if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)][:4]
         parts = [f"{k} {s[k]:.4g}" for k in headline_keys] or [f"{len(result.metrics)} metrics"]
     return "; ".join(parts)
@@ -80,16 +53,7 @@ def build(results: Sequence, context: ReportContext | None = None) -> tuple[list
     """The summary rows and the sections; ``context`` (e.g. the open store) enables example grids."""
     store = context.store if context is not None else None
     summary = [[r.model, r.benchmark, r.dataset, headline(r, results, store), r.run_id[:10]] for r in results]
-    sections = build_sections(results, context)
-    for sec in sections:
-        if sec.key == "corruption":
-            for r in results:
-                if r.benchmark in ("corrupted", "imagenet-c"):
-                    fig = corruption_examples(r)
-                    if fig is not None:
-                        sec.figures.append(fig)
-                        break
-    return summary, sections
+    return summary, build_sections(results, context)
 
 
 def environment_notice(results: Sequence) -> str:

@@ -7,10 +7,24 @@ from collections.abc import Sequence
 
 from . import figures as F
 from .collect import Estimate, metric_table
-from .section_base import CI_LEGEND, ReportContext, Section, label, register_section, short_path
+from .section_base import CI_LEGEND, ReportContext, Section, label, register_headline, register_section, short_path
 
 
-@register_section("adversarial", ["adversarial-auc"])
+@register_headline("adversarial")
+def adversarial_headline(result, results: Sequence = (), store=None) -> list[str]:
+    """``clean acc 75.0 [53.3, 90.2]; R (FGSM) 0.023``, marked when accuracy is not monotone in eps."""
+    s, t = result.summary or {}, metric_table(result)
+    parts = []
+    curve = s.get("curve") or []
+    if curve:
+        parts.append("clean acc " + Estimate.from_fraction(curve[0]["accuracy"], t.get(("n", ""))).percent())
+    attack = str(s.get("attack", "")).upper()
+    parts.append(f"R ({attack}) {s['R']:.3f}" if s.get("R") is not None else f"R ({attack}) undefined")
+    if s.get("non_monotone"):
+        parts[-1] += " (accuracy not monotone in eps)"
+    return parts
+
+@register_section("adversarial")
 def adversarial_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("adversarial", "Adversarial robustness over an epsilon interval",
                   "Accuracy under attack f(eps) for strengths eps in pixel units of [0, 1], and R, the area under "

@@ -1,7 +1,10 @@
 """What every report section shares: the Section record, the family registry and small helpers.
 
-Section modules (``section_*.py``) import this module only; :mod:`.sections` imports them all
-(so they register) and builds a report's sections.
+A benchmark says which *family* presents its runs (:attr:`robustlab.engine.Benchmark.family`);
+a section module registers the builder of a family's section (:func:`register_section`) and of
+its summary headline (:func:`register_headline`). Section modules (``section_*.py``) import this
+module only; :mod:`.sections` imports them all (so they register) and builds a report's sections.
+A family without a builder of its own is shown by the generic section, under its title.
 """
 
 from __future__ import annotations
@@ -42,28 +45,28 @@ class ReportContext:
 
 
 SectionBuilder = Callable[[Sequence, ReportContext], Section]
-FAMILIES: dict[str, str] = {"imagenet-c": "corruption", "corrupted": "corruption", "adversarial-auc": "adversarial"}
+#: The family of runs whose benchmark declares none (or is not installed here).
+GENERIC = "generic"
 BUILDERS: dict[str, SectionBuilder] = {}
-#: ``{family: fn(result) -> [headline part, ...]}`` for the summary table (see render.headline).
-HEADLINES: dict[str, Callable[[Any], list[str]]] = {}
-ORDER = ["corruption", "corruption-bar", "natural-shift", "perturbation", "video", "adversarial", "detection",
-         "subtype", "generic"]
+#: ``{family: fn(result, report's results, store) -> [headline part, ...]}`` for the summary table
+#: (see :func:`robustlab.report.render.headline`).
+HEADLINES: dict[str, Callable[[Any, Sequence, Any], list[str]]] = {}
 
 
-def register_section(family: str, benchmarks: Sequence[str]) -> Callable[[SectionBuilder], SectionBuilder]:
-    """Decorator: ``builder(results, context) -> Section`` for the runs of ``benchmarks``."""
+def register_section(family: str) -> Callable[[SectionBuilder], SectionBuilder]:
+    """Decorator: ``builder(results, context) -> Section`` for the runs of the benchmarks of ``family``."""
 
     def deco(fn: SectionBuilder) -> SectionBuilder:
         BUILDERS[family] = fn
-        for b in benchmarks:
-            FAMILIES[b] = family
         return fn
 
     return deco
 
 
 def register_headline(family: str) -> Callable:
-    """Decorator: ``fn(result) -> list of str``, the summary-row numbers of a family's runs."""
+    """Decorator: ``fn(result, results, store) -> list of str``, the summary-row numbers of a family's
+    runs (``results``: the report's runs, ``store``: the open store or None, for what ratios
+    divide by)."""
 
     def deco(fn):
         HEADLINES[family] = fn
@@ -88,7 +91,31 @@ def register_comparison(key: str) -> Callable:
 
 
 def family_of(benchmark: str) -> str:
-    return FAMILIES.get(benchmark, "generic")
+    """The family that presents the runs of ``benchmark`` (:data:`GENERIC` when it declares none)."""
+    from ..engine.benchmark import benchmark_family
+
+    return benchmark_family(benchmark) or GENERIC
+
+
+def family_rank(benchmark: str) -> int:
+    """Where ``benchmark`` stands in the registration order (unknown benchmarks last): families are
+    presented in the order of their first registered benchmark."""
+    from ..engine.benchmark import list_benchmarks
+
+    names = list_benchmarks()
+    return names.index(benchmark) if benchmark in names else len(names)
+
+
+def family_title(benchmark: str) -> str:
+    """The title a benchmark gives its family's section (its family's name when it gives none)."""
+    from ..engine.benchmark import BENCHMARKS
+    from ..errors import RobustlabError
+
+    try:
+        cls = BENCHMARKS.get(benchmark)
+    except RobustlabError:
+        return benchmark
+    return cls.family_title or cls.family or benchmark
 
 
 def merge_notes(notes: Sequence[str]) -> list[str]:
@@ -147,18 +174,31 @@ def labelled(text: str, label: str | None) -> str:
 
 #: The legend of brackets after a percentage, used by every table that prints them.
 CI_LEGEND = "[a, b] = exact 95 % Clopper-Pearson interval"
-#: The denominator of ratios to the paper's published baseline (AlexNet's ImageNet-C / -P errors).
-PUBLISHED_ALEXNET = "published AlexNet"
+
+
+def presentation(result):
+    """The benchmark of a run (its presentation hooks), or None when this robustlab does not know it."""
+    from ..engine.benchmark import get_benchmark
+    from ..errors import RobustlabError
+
+    try:
+        return get_benchmark(result.benchmark)
+    except RobustlabError:
+        return None
+
+
+def comparability(result) -> str | None:
+    """The run's benchmark's :meth:`~robustlab.engine.Benchmark.comparability` label, or None."""
+    bench = presentation(result)
+    return bench.comparability(result.config or {}) if bench is not None else None
 
 
 def ratio_denominator(result, results: Sequence = (), store: Any = None) -> str | None:
     """What a run's ratios to a baseline (CE, relative CE, FR, T5D) divide by, in a few words:
-    ``"published AlexNet"`` (the paper's numbers; ``"published AlexNet (ImageNet), not comparable"``
-    on the user's own data), ``"<baseline model> (run <id>)"`` for a stored baseline run, or
+    what its benchmark publishes (``"published AlexNet"``; with ``", not comparable"`` on the
+    user's own data), ``"<baseline model> (run <id>)"`` for a stored baseline run, or
     ``baseline_run=self`` (the baseline's own run: the same words as the runs it normalises); None
     when the run reports no ratios (CIFAR)."""
-    from ..benchmarks.corruption import published_baseline_label
-
     config = result.config or {}
     run = config.get("baseline_run")
     if run == "self":
@@ -171,11 +211,12 @@ def ratio_denominator(result, results: Sequence = (), store: Any = None) -> str 
             except Exception:  # noqa: BLE001 - a deleted baseline run: name it by its id only
                 model = None
         return f"{short_model(model)} (run {run[:10]})" if model else f"run {run[:10]}"
-    if config.get("layout") == "cifar" or (result.benchmark in ("perturbed", "imagenet-p")
-                                           and config.get("setting") not in (None, "imagenet")):
+    bench = presentation(result)
+    published = bench.published_baseline(config) if bench is not None else None
+    if published is None:
         return None
-    own = published_baseline_label(result.benchmark, config)
-    return f"{PUBLISHED_ALEXNET} (ImageNet), not comparable" if own else PUBLISHED_ALEXNET
+    own = bench.comparability(config)
+    return own.removeprefix("vs ") if own else published
 
 
 def common_denominator(denominators: Sequence[str | None]) -> str:

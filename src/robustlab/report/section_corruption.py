@@ -7,15 +7,39 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..benchmarks.corruption import NOT_COMPARABLE_LABEL, published_baseline_label
+from ..benchmarks.corruption import NOT_COMPARABLE_LABEL
 from . import figures as F
 from .collect import Estimate, metric_table
-from .section_base import (CI_LEGEND, ReportContext, Section, accuracy_scatter, common_denominator, first_value,
-                           label, labelled, pct, ratio_denominator, register_section, short_path, terms_text)
+from .examples import corruption_examples
+from .section_base import (CI_LEGEND, ReportContext, Section, accuracy_scatter, common_denominator, comparability,
+                           first_value, label, labelled, pct, ratio_denominator, register_headline, register_section,
+                           short_path, terms_text)
 from .variants import PairedDifference, paired_corruption_differences, variant_pairs, verdict_note
 
 
-@register_section("corruption", ["imagenet-c", "corrupted"])
+@register_headline("corruption")
+def corruption_headline(result, results: Sequence = (), store=None) -> list[str]:
+    """``clean acc 75.0 [53.3, 90.2]; mCE 60.0; rel. mCE 98.3 (11 of 15) vs demo:baseline (run ...)``:
+    ratios labelled when they compare with nothing published, else followed by what they divide by."""
+    t, s = metric_table(result), result.summary or {}
+    parts: list[str] = []
+    if s.get("clean_error") is not None:
+        parts.append("clean acc " + Estimate.from_fraction(1 - s["clean_error"], t.get(("n_samples", "clean"))).percent())
+    own = comparability(result)
+    ratios = []
+    for key, name in (("mce", "mCE"), ("relative_mce", "rel. mCE"), ("mce_subset", "mCE (subset)"),
+                      ("relative_mce_subset", "rel. mCE (subset)")):
+        if s.get(key) is not None:
+            ratios.append(labelled(f"{name} {100 * s[key]:.1f}{terms_text(s, key)}", own))
+    if s.get("relative_mce_na"):
+        ratios.append("rel. mCE n/a")
+    denominator = ratio_denominator(result, results, store)
+    if ratios and denominator and not own:
+        ratios[-1] += f" vs {denominator}"
+    return parts + ratios
+
+
+@register_section("corruption")
 def corruption_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("corruption", "Common corruptions (ImageNet-C)",
                   "Top-1 error under 15 benchmark corruptions at 5 severities. CE normalises a corruption's "
@@ -40,7 +64,7 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
         mce_key = next((k for k in ("mce", "mce_subset") if s.get(k) is not None), "mce")
         rel_key = next((k for k in ("relative_mce", "relative_mce_subset") if s.get(k) is not None), "relative_mce")
         mce, rel = s.get(mce_key), s.get(rel_key)
-        own = published_baseline_label(r.benchmark, r.config)
+        own = comparability(r)
         denominator = ratio_denominator(r, results, store)
         rel_text = "n/a" if s.get("relative_mce_na") else pct(rel) + terms_text(s, rel_key)
         sec.rows.append([r.model, r.benchmark, short_path(r.dataset), clean.percent() if clean else "–", pct(mca),
@@ -89,6 +113,9 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
         if diffs:
             sec.figures.append(variant_figure(reference, variant, diffs))
             sec.notes.append(verdict_note(label(reference), label(variant), diffs))
+    examples = next((fig for r in results if (fig := corruption_examples(r)) is not None), None)
+    if examples is not None:
+        sec.figures.append(examples)
     return sec
 
 

@@ -20,7 +20,6 @@ from . import figures as F
 from .collect import metric_table
 from .section_base import ReportContext, Section, short_path, register_headline, register_section, run_labels
 
-BENCHMARKS = ("coco-c", "voc-c", "cityscapes-c", "detection-corrupted", "mmdet-results")
 #: Metrics in the table besides the headline, when the run has them.
 TABLE_METRICS = ("AP", "AP50", "AP75")
 
@@ -39,7 +38,7 @@ def robustness(result, metric: str) -> tuple[float, float, float] | None:
 
 
 @register_headline("detection")
-def detection_headline(result) -> list[str]:
+def detection_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``AP: P 36.3 / mPC 18.2 / rPC 50.2`` (percent) for the run's headline metric."""
     head = headline_metric(result)
     got = robustness(result, head)
@@ -103,7 +102,7 @@ def rmse_scatter(points: dict[str, tuple[list[float], list[float], list[str], tu
                     svg=F.figure_svg(fig))
 
 
-@register_section("detection", BENCHMARKS)
+@register_section("detection")
 def detection_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("detection", "Object detection under corruption (Robust Detection Benchmark)",
                   "P is the detector's performance on clean images (COCO: AP averaged over IoU .5:.95; Pascal VOC: "

@@ -3,10 +3,11 @@
 A run's model is an *intervention* on a base model when its name carries a wrapper chain
 (``torchvision:resnet50 [wrap=clahe+ten-crop]``, see :mod:`robustlab.models.wrappers`) or when
 it is a ``finetuned:`` model whose manifest (read from its folder when present) names the base
-spec and the recipe. For every intervention the table shows mCE (corruption runs), mFR
-(perturbation runs) and pm-k accuracy (video runs), each beside the plain base model's run
-on the same benchmark and data, with the change in points. Nothing is judged: the numbers
-say what happened.
+spec and the recipe. For every intervention the table shows the metrics the registered
+benchmark families mark for comparison (:attr:`robustlab.engine.HeadlineMetric.compare`: clean
+error and mCE of corruption runs, mFR of perturbation runs, pm-0 and pm-k accuracy of video
+runs), each beside the plain base model's run on the same benchmark and data, with the change
+in points. Nothing is judged: the numbers say what happened.
 """
 
 from __future__ import annotations
@@ -14,17 +15,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import figures as F
-from .collect import metric_table
 from .section_base import ReportContext, Section, register_comparison, short_path
 
-#: (column, family, metric rows in order of preference: the full benchmark's, then a subset's).
-METRICS = (
-    ("clean error", "corruption", ("clean_error",)),
-    ("mCE", "corruption", ("mce", "mce_subset")),
-    ("mFR", "perturbation", ("mfr", "mfr_subset")),
-    ("pm-0 accuracy", "video", ("accuracy_original",)),
-    ("pm-k accuracy", "video", ("accuracy_pmk",)),
-)
+
+
+def compared_metrics() -> list[tuple[str, str, object]]:
+    """``[(column, family, HeadlineMetric)]``: the metrics the registered families mark for the
+    comparison, in the order their benchmarks were registered."""
+    from ..engine.benchmark import BENCHMARKS, list_benchmarks
+    from ..errors import RobustlabError
+
+    out, seen = [], set()
+    for name in list_benchmarks():
+        try:
+            cls = BENCHMARKS.get(name)
+        except RobustlabError:  # a plugin that does not load: its runs are shown elsewhere
+            continue
+        for metric in cls.headline:
+            if cls.family and metric.compare and (cls.family, metric.name) not in seen:
+                seen.add((cls.family, metric.name))
+                out.append((metric.label, cls.family, metric))
+    return out
 
 
 def describe_recipe(manifest: dict) -> str:
@@ -63,13 +74,9 @@ def intervention_of(model: str) -> tuple[str, str | None]:
     return name, wrap
 
 
-def metric_value(result, names: Sequence[str]) -> tuple[float, bool] | None:
-    """``(value, is a subset)`` of the first of ``names`` the run has, or None."""
-    table = metric_table(result)
-    for name in names:
-        if (name, "") in table:
-            return float(table[(name, "")]), name.endswith("_subset")
-    return None
+def metric_value(result, metric) -> tuple[float, bool] | None:
+    """``(value, is a subset)`` of a :class:`~robustlab.engine.HeadlineMetric` in the run, or None."""
+    return metric.value(result.metrics)
 
 
 def _cell(value: tuple[float, bool] | None, reference: tuple[float, bool] | None) -> str:
@@ -94,7 +101,10 @@ def interventions_section(results: Sequence, context: ReportContext | None = Non
             plain.setdefault((r.model, r.benchmark, r.dataset), r)
         else:
             labelled.append((base, label, r))
-    families = {fam for _, fam, _ in METRICS}
+    if not labelled:
+        return None
+    metrics = compared_metrics()
+    families = {fam for _, fam, _ in metrics}
     variants: dict[tuple[str, str], dict[str, tuple]] = {}
     for base, label, r in labelled:
         fam = family_of(r.benchmark)
@@ -106,7 +116,7 @@ def interventions_section(results: Sequence, context: ReportContext | None = Non
                   "Each intervention (a preprocessing wrapper, or fine-tuning with a recipe) next to the plain base "
                   "model, on the same benchmark and data. Values in %, the change from the plain model in points in "
                   "brackets; lower clean error, mCE and mFR, and higher pm-k accuracy, mean more robust.",
-                  ["model", "intervention", *[m for m, _, _ in METRICS], "benchmarks"],
+                  ["model", "intervention", *[m for m, _, _ in metrics], "benchmarks"],
                   legend="Values in %; (±x) = the change from the plain model in percentage points; mCE and mFR are "
                          "% of each run's baseline (the corruption and perturbation sections name it); * = over the "
                          "corruptions or perturbations evaluated, not all 15 or 10.")
@@ -117,10 +127,10 @@ def interventions_section(results: Sequence, context: ReportContext | None = Non
             shown_plain.add(base)
             refs = {fam: ref for (b, _), fams in variants.items() if b == base for fam, (_, ref) in fams.items() if ref}
             sec.rows.append([base, "none (plain)", *[
-                _cell(metric_value(refs[fam], names), None) if fam in refs else "–" for _, fam, names in METRICS],
+                _cell(metric_value(refs[fam], names), None) if fam in refs else "–" for _, fam, names in metrics],
                 ", ".join(sorted({refs[f].benchmark for f in refs})) or "–"])
         cells, series = [], []
-        for column, fam, names in METRICS:
+        for column, fam, names in metrics:
             run, ref = by_family.get(fam, (None, None))
             value = metric_value(run, names) if run is not None else None
             reference = metric_value(ref, names) if ref is not None else None
@@ -137,7 +147,7 @@ def interventions_section(results: Sequence, context: ReportContext | None = Non
             "intervention-changes", "Change from the plain model",
             "Change of each metric (points) from the plain base model on the same benchmark and data; for clean "
             "error, mCE and mFR below zero is better, for pm-k accuracy above zero.",
-            [m for m, _, _ in METRICS], deltas, ylabel="change (points)", reference=0.0, reference_label="plain"))
+            [m for m, _, _ in metrics], deltas, ylabel="change (points)", reference=0.0, reference_label="plain"))
     if any("*" in cell for row in sec.rows for cell in row):
         sec.notes.append("* over the benchmark corruptions or perturbations evaluated (a subset), not all 15 or 10.")
     return sec

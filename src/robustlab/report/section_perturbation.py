@@ -16,14 +16,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..errors import RobustlabError
-from ..benchmarks.corruption import NOT_COMPARABLE_LABEL, published_baseline_label
+from ..benchmarks.corruption import NOT_COMPARABLE_LABEL, PUBLISHED_ALEXNET
 from . import figures as F
 from .collect import metric_table
 from .examples import thumbnail
-from .section_base import (PUBLISHED_ALEXNET, ReportContext, Section, common_denominator, labelled,
+from .section_base import (ReportContext, Section, common_denominator, comparability, labelled, presentation,
                            ratio_denominator, register_headline, register_section, run_labels, short_path)
 
-BENCHMARKS = ("imagenet-p", "perturbed")
 #: Frames per perturbation in the example grid, and sequences in the "flip most" figure.
 EXAMPLE_FRAMES = 6
 MOST_FLIPPING = 12
@@ -60,11 +59,18 @@ def _rate_text(value: tuple[float, int | None] | None) -> str:
     return f"{100 * v:.1f}" + (f" ({n} of 10)" if n is not None else "")
 
 
+def divides_by_published(result) -> bool:
+    """Whether a run divides by its benchmark's published baseline on the data that baseline was
+    measured on (ImageNet-P itself: not the user's own images, not a baseline run)."""
+    bench = presentation(result)
+    return (bench is not None and not result.config.get("baseline_run") and not bench.comparability(result.config)
+            and bench.published_baseline(result.config) is not None)
+
+
 def published_reference(results: Sequence) -> bool:
     """Whether the published AlexNet ImageNet-P bars belong in the figures: some run divides by
     them on ImageNet-P data itself (not on the user's own images, not by a baseline run)."""
-    return any(r.benchmark == "imagenet-p" and r.config.get("setting", "imagenet") == "imagenet"
-               and not r.config.get("baseline_run") for r in results)
+    return any(divides_by_published(r) for r in results)
 
 
 def mean_flip_probability(result) -> float | None:
@@ -73,17 +79,21 @@ def mean_flip_probability(result) -> float | None:
 
 
 @register_headline("perturbation")
-def stability_headline(result) -> list[str]:
-    """``mFR 58.0; mT5D 78.3`` (or the subset's, marked), else the mean flip probability.
+def stability_headline(result, results: Sequence = (), store=None) -> list[str]:
+    """``mFR 58.0; mT5D 78.3 vs <baseline>`` (or the subset's, marked), else the mean flip probability.
 
     Ratios of a ``perturbed`` run normalised by AlexNet's published ImageNet-P numbers carry
     the label "vs published AlexNet (ImageNet), not comparable"."""
     rates = mean_rates(result)
-    own = published_baseline_label(result.benchmark, result.config)
+    own = comparability(result)
     parts = [labelled(f"{k} {_rate_text(v)}", own) for k, v in rates.items()]
     fp = mean_flip_probability(result)
     if not parts and fp is not None:
         parts.append(f"mean flip probability {100 * fp:.2f}%")
+    if parts and parts[0].startswith("mFR") and not own:
+        denominator = ratio_denominator(result, results, store)
+        if denominator:
+            parts[-1] += f" vs {denominator}"
     return parts
 
 
@@ -174,7 +184,7 @@ def most_flipping(store, results: Sequence, names: dict[str, str], top: int = MO
 # --- the section ------------------------------------------------------------------------------------------
 
 
-@register_section("perturbation", BENCHMARKS)
+@register_section("perturbation")
 def perturbation_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("perturbation", "Perturbation stability (ImageNet-P)",
                   "Each sequence shows one image under a gradually growing perturbation (or, for noise, fresh noise "
@@ -197,7 +207,7 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
         rates = mean_rates(r)
         n_seq = int(sum(v for m, _, v in r.metrics if m == "n_sequences"))
         mfp = mean_flip_probability(r)
-        own = published_baseline_label(r.benchmark, r.config)
+        own = comparability(r)
         denominator = ratio_denominator(r, results, store) if rates else None
         sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(n_seq),
                          labelled(_rate_text(rates.get("mFR")), own if "mFR" in rates else None),
@@ -219,7 +229,7 @@ def perturbation_section(results: Sequence, context: ReportContext | None = None
         from ..metrics.stability import get_stability_baseline
 
         base = get_stability_baseline(next(r.config.get("baseline", "alexnet") for r in results
-                                           if r.benchmark == "imagenet-p" and not r.config.get("baseline_run")))
+                                           if divides_by_published(r)))
     base_label = f"{PUBLISHED_ALEXNET} (ImageNet-P)" if base is not None else ""
     rate_base = common_denominator(denominators)
     rate_short = rate_base.split(" (run ", 1)[0].split(" (see", 1)[0]

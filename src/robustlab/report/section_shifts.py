@@ -15,7 +15,7 @@ from .section_base import (ReportContext, Section, first_value, label, pct, regi
                            register_section, short_path)
 
 
-@register_section("corruption-bar", ["imagenet-c-bar"])
+@register_section("corruption-bar")
 def cbar_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("corruption-bar", "ImageNet-C-bar / CIFAR-10-C-bar",
                   "Top-1 error under the 10 corruptions of each -bar set (Mintun et al. 2021), chosen to be "
@@ -48,7 +48,7 @@ def cbar_section(results: Sequence, context: ReportContext | None = None) -> Sec
 
 
 @register_headline("corruption-bar")
-def cbar_headline(result) -> list[str]:
+def cbar_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``mean error 57.7 · mCE-bar 100.0`` (percent)."""
     s = result.summary or {}
     parts = []
@@ -86,16 +86,13 @@ def effective_section(results: Sequence, context: ReportContext | None = None) -
     return sec
 
 
-NATURAL_SHIFTS = ["imagenetv2", "imagenet-a", "imagenet-r", "imagenet-sketch", "objectnet"]
-
-
 def _interval(row: dict | None, key: str) -> str:
     if not row or row.get(key) is None:
         return "–"
     return f"{pct(row[key])} [{pct(row.get(f'{key}_low'))}, {pct(row.get(f'{key}_high'))}]"
 
 
-@register_section("natural-shift", NATURAL_SHIFTS)
+@register_section("natural-shift")
 def natural_shift_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("natural-shift", "Natural distribution shifts",
                   "Top-1 and top-5 accuracy on test sets collected anew (ImageNetV2), adversarially filtered "
@@ -113,13 +110,13 @@ def natural_shift_section(results: Sequence, context: ReportContext | None = Non
 
 
 @register_headline("natural-shift")
-def natural_shift_headline(result) -> list[str]:
+def natural_shift_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``top-1 63.4 · top-5 84.6`` (percent) on the shifted set."""
     row = (result.summary or {}).get("shifted") or {}
     return [f"top-1 {pct(row['accuracy'])}", f"top-5 {pct(row['top5_accuracy'])}"] if row else []
 
 
-@register_section("subtype", ["subtype-robustness"])
+@register_section("subtype")
 def subtype_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("subtype", "Subtype robustness",
                   "A model's last layer fine-tuned to tell 25 broad WordNet types apart from images of their ImageNet-1K "

@@ -26,7 +26,6 @@ from .examples import thumbnail
 from .section_base import (ReportContext, Section, accuracy_scatter, short_path, register_headline, register_section,
                        run_labels)
 
-BENCHMARKS = ("imagenet-vid-robust", "ytbb-robust", "video-pmk")
 #: Rows of the "anchor vs the neighbour that breaks it" grid.
 MAX_EXAMPLES = 6
 #: Notes of the plugin whose content the table and figures already show.
@@ -61,7 +60,7 @@ def _by_setting(result, name: str, prefix: str) -> dict[str, float]:
 
 
 @register_headline("video")
-def pmk_headline(result) -> list[str]:
+def pmk_headline(result, results: Sequence = (), store=None) -> list[str]:
     """Headline parts of a video run: ``pm-0 ... [lo, hi]``, ``pm-k ... [lo, hi]``."""
     got = pmk_estimates(result)
     if got is None:
@@ -173,7 +172,7 @@ def anchor_grid(store, result, label: str) -> F.Figure | None:
 # --- the section ------------------------------------------------------------------------------------------
 
 
-@register_section("video", BENCHMARKS)
+@register_section("video")
 def video_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("video", "Natural perturbations from video (pm-k)",
                   "Anchor frames from videos and their reviewed neighbours (frames within ±k of the anchor that look "

@@ -237,6 +237,69 @@ def int_param(value: str | None, name: str, *, lo: int = 0, hi: int = 10**9) -> 
     return int(text)
 
 
+class Pages:
+    """What every route of the app shares: the service, templates, cookies, the session of a request,
+    and the checks (login, role, CSRF) every page makes."""
+
+    def __init__(self, service: ReviewService, *, secure_cookies: bool, rate_limiter: LoginRateLimiter | None) -> None:
+        self.service = service
+        self.task_set = service.task_set
+        self.env = _templates()
+        self.signer = CookieSigner(service.db.secret(), "session")
+        self.login_signer = CookieSigner(service.db.secret(), "login")
+        self.limiter = rate_limiter if rate_limiter is not None else LoginRateLimiter()
+        self.frames = FrameCache()
+        self.secure_cookies = secure_cookies
+
+    def render(self, template: str, status: int = 200, /, **context: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(template).render(**context), status_code=status)
+
+    @staticmethod
+    def is_api(request: Request) -> bool:
+        return request.url.path.startswith(("/api/", "/frame/"))
+
+    def session_of(self, request: Request) -> Session | None:
+        payload = self.signer.loads(request.cookies.get(SESSION_COOKIE), max_age=SESSION_SECONDS)
+        sid = payload.get("sid") if payload else None
+        if not isinstance(sid, str):
+            return None
+        id_hash = token_hash(sid)
+        found = self.service.db.session(id_hash)
+        return None if found is None else Session(found[0], found[1], id_hash)
+
+    @staticmethod
+    def require(session: Session | None, role: str | None = None, next_url: str | None = None) -> Session:
+        if session is None:
+            raise LoginNeeded(next_url)
+        if role is not None and session.user.role != role:
+            raise HTTPProblem(403, f"this page is for {role}s; you are logged in as {session.user.role} "
+                                   f"{session.user.name!r}.")
+        return session
+
+    @staticmethod
+    def check_csrf(session: Session | None, form: FormData, request: Request) -> None:
+        given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
+        if session is None or not same_token(str(given) if given else None, session.csrf):
+            raise HTTPProblem(403, "the form's security token is missing or out of date: reload the page "
+                                   "and try again.")
+
+    @staticmethod
+    def redirect(url: str) -> RedirectResponse:
+        return RedirectResponse(url, status_code=303)
+
+    @staticmethod
+    def home_of(user: User) -> str:
+        return "/admin" if user.role == "admin" else "/review"
+
+    def cookie(self, response: Response, name: str, value: str, max_age: int) -> None:
+        response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="lax",
+                            secure=self.secure_cookies, path="/")
+
+    @staticmethod
+    async def read_form(request: Request) -> FormData:
+        return await request.form(max_files=0, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_BODY_BYTES)
+
+
 def create_app(service: ReviewService, *, secure_cookies: bool = False,
                rate_limiter: LoginRateLimiter | None = None) -> FastAPI:
     """The FastAPI app serving ``service`` (see the module docstring for the routes).
@@ -250,84 +313,52 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
     rate_limiter : LoginRateLimiter, optional
         Login attempts per user name (default: 5 wrong in 60 s).
     """
-    env = _templates()
-    signer = CookieSigner(service.db.secret(), "session")
-    login_signer = CookieSigner(service.db.secret(), "login")
-    limiter = rate_limiter if rate_limiter is not None else LoginRateLimiter()
-    frames = FrameCache()
-    task_set = service.task_set
+    pages = Pages(service, secure_cookies=secure_cookies, rate_limiter=rate_limiter)
     app = FastAPI(title="robustlab review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = service
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=str(resources.files("robustlab.review") / "static")),
               name="static")
+    add_error_pages(app, pages)
+    add_login_routes(app, pages)
+    add_annotator_routes(app, pages)
+    add_frame_routes(app, pages)
+    add_admin_routes(app, pages)
+    return app
 
-    # --- plumbing ---------------------------------------------------------------------------------
 
-    def render(template: str, status: int = 200, /, **context: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(template).render(**context), status_code=status)
-
-    def is_api(request: Request) -> bool:
-        return request.url.path.startswith(("/api/", "/frame/"))
+def add_error_pages(app: FastAPI, pages: Pages) -> None:
+    """Problems as an error page (a JSON body for the API and frames); no session: the login page."""
 
     @app.exception_handler(HTTPProblem)
     async def problem(request: Request, exc: HTTPProblem):
-        if is_api(request):
+        if pages.is_api(request):
             return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
-        return HTMLResponse(env.get_template("error.html").render(status=exc.status, message=exc.message,
-                                                                   links=exc.links, session=None),
+        return HTMLResponse(pages.env.get_template("error.html").render(status=exc.status, message=exc.message,
+                                                                         links=exc.links, session=None),
                             status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(LoginNeeded)
     async def login_needed(request: Request, exc: LoginNeeded):
-        if is_api(request):
+        if pages.is_api(request):
             return JSONResponse({"error": "log in first."}, status_code=401)
         query = {"expired": "1"} if request.cookies.get(SESSION_COOKIE) else {}
         if exc.next_url and SAFE_NEXT.match(exc.next_url):
             query["next"] = exc.next_url
-        return redirect("/" + ("?" + urlencode(query) if query else ""))
-
-    def session_of(request: Request) -> Session | None:
-        payload = signer.loads(request.cookies.get(SESSION_COOKIE), max_age=SESSION_SECONDS)
-        sid = payload.get("sid") if payload else None
-        if not isinstance(sid, str):
-            return None
-        id_hash = token_hash(sid)
-        found = service.db.session(id_hash)
-        return None if found is None else Session(found[0], found[1], id_hash)
-
-    def require(session: Session | None, role: str | None = None, next_url: str | None = None) -> Session:
-        if session is None:
-            raise LoginNeeded(next_url)
-        if role is not None and session.user.role != role:
-            raise HTTPProblem(403, f"this page is for {role}s; you are logged in as {session.user.role} "
-                                   f"{session.user.name!r}.")
-        return session
-
-    def check_csrf(session: Session | None, form: FormData, request: Request) -> None:
-        given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
-        if session is None or not same_token(str(given) if given else None, session.csrf):
-            raise HTTPProblem(403, "the form's security token is missing or out of date: reload the page "
-                                   "and try again.")
-
-    def redirect(url: str) -> RedirectResponse:
-        return RedirectResponse(url, status_code=303)
-
-    def home_of(user: User) -> str:
-        return "/admin" if user.role == "admin" else "/review"
-
-    def cookie(response: Response, name: str, value: str, max_age: int) -> None:
-        response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="lax",
-                            secure=secure_cookies, path="/")
-
-    async def read_form(request: Request) -> FormData:
-        return await request.form(max_files=0, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_BODY_BYTES)
+        return pages.redirect("/" + ("?" + urlencode(query) if query else ""))
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon():
         return Response(status_code=204)
 
-    # --- login / logout -----------------------------------------------------------------------------
+
+def add_login_routes(app: FastAPI, pages: Pages) -> None:
+    """``/`` (the login page), ``/login``, ``/logout``."""
+    service = pages.service
+    render, session_of, require, check_csrf = pages.render, pages.session_of, pages.require, pages.check_csrf
+    redirect, read_form = pages.redirect, pages.read_form
+    cookie, home_of, limiter, login_signer, signer = (pages.cookie, pages.home_of, pages.limiter,
+                                                      pages.login_signer, pages.signer)
 
     def login_page(request: Request, status: int = 200, message: str = "", name: str = "",
                    headers: dict | None = None, next_url: str = "", notice: str = "") -> HTMLResponse:
@@ -408,7 +439,12 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
 
-    # --- annotator --------------------------------------------------------------------------------------
+
+def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
+    """``/review``, ``/answer``, ``/undo`` and the annotator's API (``/api/round``, ``/api/answers``)."""
+    service, task_set = pages.service, pages.task_set
+    render, session_of, require, check_csrf = pages.render, pages.session_of, pages.require, pages.check_csrf
+    redirect, read_form = pages.redirect, pages.read_form
 
     def class_index(value: str) -> int:
         text = value.strip()
@@ -536,7 +572,11 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         rows = service.db.answers(annotator=annotator[:200])
         return JSONResponse([{**asdict(a), "added_labels": list(a.added_labels)} for a in rows])
 
-    # --- frames ---------------------------------------------------------------------------------------------
+
+def add_frame_routes(app: FastAPI, pages: Pages) -> None:
+    """``/frame/<key>``: a task's frame, resized for the page (or ``?size=full``)."""
+    task_set, session_of, require = pages.task_set, pages.session_of, pages.require
+    frames = pages.frames
 
     @app.get("/frame/{key:path}")
     async def frame(request: Request, key: str, size: str = ""):
@@ -555,7 +595,12 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
             raise HTTPProblem(404, f"frame {key!r} cannot be read: {exc}") from exc
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"})
 
-    # --- admin --------------------------------------------------------------------------------------------------
+
+def add_admin_routes(app: FastAPI, pages: Pages) -> None:
+    """``/admin``: the overview, a pair's answers, the round changes, the export and finalize."""
+    service, task_set = pages.service, pages.task_set
+    render, session_of, require, check_csrf = pages.render, pages.session_of, pages.require, pages.check_csrf
+    redirect, read_form = pages.redirect, pages.read_form
 
     def admin_page(session: Session, status: int = 200, notice: str = "", error: str = "",
                    refresh: int = ADMIN_REFRESH_SECONDS) -> HTMLResponse:
@@ -663,8 +708,6 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
         except DataError as exc:
             return admin_page(session, 400, error=str(exc))
         return redirect("/admin?done=finalized")
-
-    return app
 
 
 __all__ = ["CSP", "MAX_BODY_BYTES", "NO_ANSWER", "create_app", "int_param"]

@@ -307,12 +307,6 @@ def disagreements(task_set: TaskSet, answers: Iterable[Answer], *, round: int = 
     return found
 
 
-def most_disagreed(task_set: TaskSet, answers: Iterable[Answer], *, round: int = 1,
-                   limit: int = 10) -> list[Disagreement]:
-    """The first ``limit`` of :func:`disagreements`."""
-    return disagreements(task_set, answers, round=round)[:limit]
-
-
 @dataclass(frozen=True)
 class Progress:
     """Answers given by one annotator in one round, out of the round's tasks."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from ..errors import DataError
+from ..fsutil import read_jsonl
 from ..video.sampling import MANIFEST, TASKS
 
 #: Fields a task line may carry (``robustlab video sample`` writes all five).
@@ -215,8 +216,7 @@ def read_task_set(path: str | os.PathLike) -> TaskSet:
                         "`robustlab video sample VIDEOS OUT` (or the OUT folder).")
     try:
         raw = p.read_bytes()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise DataError(f"cannot read task file {p}: {exc}.") from exc
     p = p.absolute()
     root = p.parent
@@ -224,16 +224,7 @@ def read_task_set(path: str | os.PathLike) -> TaskSet:
     by_pair: dict[tuple[str, str], ReviewTask] = {}
     first_line: dict[tuple[str, str], int] = {}
     anchors: dict[str, tuple[int, ReviewTask]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        where = f"{p}, line {number}"
-        try:
-            obj = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}); each line must be "
-                            "one task object.") from exc
+    for number, where, obj in read_jsonl(p, what="task file", item="one task object", data=raw):
         task = parse_task(obj, len(tasks), where)
         if task.pair in by_pair:
             raise DataError(f"{where}: the pair ({task.anchor}, {task.frame}) is listed twice (first on line "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..attacks import ATTACKS, PAPER_EPS_GRID, check_eps_grid
+from ..attacks import PAPER_EPS_GRID, check_eps_grid, get_attack
 from ..errors import DataError, InputError, unknown_name
 from .architectures import ARCHITECTURES, FC_PAPER_WIDTH, check_architecture_options
 from .recipes import RECIPE_KEYS, RECIPES, Recipe, resolve_recipe
@@ -346,8 +346,7 @@ def config_from_dict(raw: Mapping[str, Any], *, source: str = "config",
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
     attack = str(study.get("attack", "fgsm"))
-    if attack not in ATTACKS:
-        raise unknown_name("attack", attack, ATTACKS)
+    get_attack(attack)  # an unknown name: InputError with a suggestion
     data_seed = study.get("data_seed", 0)
     if isinstance(data_seed, bool) or not isinstance(data_seed, int) or not 0 <= data_seed < 2**32:
         raise InputError(f"{source}: data_seed must be an integer in [0, 2**32); got {data_seed!r}.")

@@ -17,7 +17,7 @@ import importlib
 _EXPORTS = {
     "ClassSubset": ".classes", "resolve_class_subset": ".classes",
     "TrainingSet": ".data", "read_training_set": ".data",
-    "finetune": ".finetuning", "training_summary": ".finetuning",
+    "FinetuneConfig": ".finetuning", "finetune": ".finetuning", "training_summary": ".finetuning",
     "read_manifest": ".finetuned",
     "stylize_dataset": ".stylize",
     "AdainWeights": ".adain", "resolve_adain_weights": ".adain",

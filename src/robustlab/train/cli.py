@@ -43,14 +43,15 @@ def finetune_command(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
 ) -> None:
     """Fine-tune a classifier; print the finetuned: spec that `robustlab evaluate --model` takes (rerun to resume)."""
-    from .finetuning import finetune
+    from .finetuning import FinetuneConfig, finetune
 
+    recipe = FinetuneConfig(epochs=epochs, augment=augment, classes=classes, seed=seed, batch_size=batch_size, lr=lr,
+                            momentum=momentum, weight_decay=weight_decay, schedule=schedule, train=train, crop=crop,
+                            severities=severities, wrap=wrap, class_map=class_map, init=init,
+                            augment_backend=augment_backend)
     try:
-        spec = finetune(model, data, out=out, epochs=epochs, augment=augment, classes=classes, seed=seed,
-                        batch_size=batch_size, lr=lr, momentum=momentum, weight_decay=weight_decay,
-                        schedule=schedule, train=train, crop=crop, severities=severities, wrap=wrap,
-                        class_map=class_map, init=init, workers=workers, device=device,
-                        augment_backend=augment_backend, checkpoint_every=checkpoint_every, progress=None if progress else False,
+        spec = finetune(model, data, out=out, config=recipe, workers=workers, device=device,
+                        checkpoint_every=checkpoint_every, progress=None if progress else False,
                         log=lambda line: typer.echo(line, err=True))
     except KeyboardInterrupt:
         typer.echo("interrupted: the last checkpoint is kept; run the same command again to resume.", err=True)

@@ -1,10 +1,11 @@
 """``robustlab finetune``: fine-tune any classifier on an image folder or a video frame set.
 
->>> from robustlab.train import finetune
->>> spec = finetune("torchvision:resnet50", "ILSVRC2012/train", out="runs/r50-vid30",
-...                 classes="vid30", augment="paper-noise", epochs=5, seed=0)
->>> spec
-'finetuned:/.../runs/r50-vid30@3f2a9c1b0d4e'       # robustlab evaluate --model <spec> ...
+Example (with the data at hand)::
+
+    from robustlab.train import finetune
+    spec = finetune("torchvision:resnet50", "ILSVRC2012/train", out="runs/r50-vid30",
+                    classes="vid30", augment="paper-noise", epochs=5, seed=0)
+    spec   # 'finetuned:/.../runs/r50-vid30@3f2a9c1b0d4e': robustlab evaluate --model <spec> ...
 
 The recipe (every choice is a named setting, stored with the model):
 
@@ -46,6 +47,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,16 +186,69 @@ def augment_on_device(augmenter: object, backend: str, device: torch.device) -> 
     return batched and torch_backend_by_default(device)
 
 
-def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int = 1, augment: object = None,
-             classes: str | Sequence[str] | ClassSubset | None = None, seed: int = 0, batch_size: int = 32,
-             lr: float = 0.01, momentum: float = 0.9, weight_decay: float = 1e-4, schedule: str = "cosine",
-             train: str = "all", crop: str = "random", severities: str | Sequence[int] = "1-5",
-             wrap: str | None = None, class_map: object = "auto", init: str | os.PathLike | None = None,
-             workers: int | None = None, device: str | None = "auto", augment_backend: str = "auto",
-             checkpoint_every: int | None = None,
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """The recipe of a fine-tuning run: everything that decides the model it makes (recorded in its
+    manifest; a resume must give the same). Defaults: the module docstring's recipe.
+
+    Attributes
+    ----------
+    epochs : int
+    augment : None, str or callable
+        ``"paper-noise"``, a corruption subset or names, or an object called as
+        ``augment(uint8 NHWC batch, ids=[(epoch, index), ...])``.
+    classes : str, list or ClassSubset, optional
+        Target classes (``vid30``, wnids, names); see :mod:`robustlab.train.classes`.
+    seed : int
+        Base seed of the data order, crops, augmentation and the new head.
+    batch_size, lr, momentum, weight_decay, schedule, train, crop : the recipe (module docstring)
+    severities : augmentation severities (``"1-5"``, ``"3"``, ``[1, 3]``; see
+        :func:`robustlab.corruptions.parse_severities`)
+    wrap : str, optional
+        ``"clahe"``: train (and later evaluate) through CLAHE, as ImageNet-C's histogram
+        equalisation experiment.
+    class_map : class indices of an image folder (see ``read_image_folder``)
+    init : path, optional
+        A ``state_dict`` file to start from instead of the spec's weights (same architecture).
+    augment_backend : ``auto`` (default), ``numpy`` or ``torch``
+        Where a corruption augmentation runs: ``numpy`` in the DataLoader workers (the faithful
+        kernels), ``torch`` on the training device after the batch arrives (the batched torch
+        backend, within its parity bounds). ``auto``: torch when training on a GPU.
+    """
+
+    epochs: int = 1
+    augment: object = None
+    classes: str | Sequence[str] | ClassSubset | None = None
+    seed: int = 0
+    batch_size: int = 32
+    lr: float = 0.01
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    schedule: str = "cosine"
+    train: str = "all"
+    crop: str = "random"
+    severities: str | Sequence[int] = "1-5"
+    wrap: str | None = None
+    class_map: object = "auto"
+    init: str | os.PathLike | None = None
+    augment_backend: str = "auto"
+
+    def check(self) -> str | None:
+        """Validate the numbers and the wrapper; returns the canonical wrapper chain (or None)."""
+        _check_numbers(self.epochs, self.batch_size, self.lr, self.momentum, self.weight_decay, self.schedule,
+                       self.train)
+        wrap = canonical_wrap(self.wrap)
+        if wrap and any(step.split(":")[0] not in TRAINABLE_WRAPPERS for step in wrap.split("+")):
+            raise InputError(f"finetune trains through {', '.join(TRAINABLE_WRAPPERS)} only; {wrap} includes test-time "
+                             "view averaging: fine-tune without it and pass --wrap to evaluate instead.")
+        return wrap
+
+
+def finetune(model: object, data: object, *, out: str | os.PathLike, config: FinetuneConfig | None = None,
+             workers: int | None = None, device: str | None = "auto", checkpoint_every: int | None = None,
              checkpoint_minutes: float = 10.0, progress: bool | None = None,
              log: Callable[[str], None] | None = None,
-             on_step: Callable[[int, int, float], None] | None = None) -> str:
+             on_step: Callable[[int, int, float], None] | None = None, **recipe: Any) -> str:
     """Fine-tune ``model`` on ``data``; write the model to ``out``; return its ``finetuned:`` spec.
 
     Parameters
@@ -206,30 +261,11 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
         set folder, a listing ``.txt``, or in-memory images (uint8 HxWx3).
     out : path
         Output folder (checkpoint while running; ``model.pt`` + ``finetuned.json`` at the end).
-    epochs : int
-    augment : None, str or callable
-        ``"paper-noise"``, a corruption subset or names, or an object called as
-        ``augment(uint8 NHWC batch, ids=[(epoch, index), ...])``.
-    classes : str, list or ClassSubset, optional
-        Target classes (``vid30``, wnids, names); see :mod:`robustlab.train.classes`.
-    seed : int
-        Base seed of the data order, crops, augmentation and the new head.
-    batch_size, lr, momentum, weight_decay, schedule, train, crop : the recipe (module docstring)
-    severities : augmentation severities (``"1-5"``, ``"3"``, ``[1, 3]``)
-    wrap : str, optional
-        ``"clahe"``: train (and later evaluate) through CLAHE, as ImageNet-C's histogram
-        equalisation experiment.
-    class_map : class indices of an image folder (see ``read_image_folder``)
-    init : path, optional
-        A ``state_dict`` file to start from instead of the spec's weights (same architecture).
+    config : FinetuneConfig, optional
+        The recipe; or give its fields as keywords (``epochs=3, augment="paper-noise"``).
     workers : int, optional
         DataLoader worker processes (default: CPUs - 1, at most 8; 0 = main process).
     device : ``auto`` (CUDA when present, else CPU), ``cpu``, ``cuda``, ``cuda:N``
-    augment_backend : ``auto`` (default), ``numpy`` or ``torch``
-        Where a corruption augmentation runs: ``numpy`` in the DataLoader workers (the faithful
-        kernels), ``torch`` on the training device after the batch arrives (the batched torch
-        backend, within its parity bounds). ``auto``: torch when training on a GPU. Part of the
-        run's settings, so a resume keeps it.
     checkpoint_every, checkpoint_minutes : when to write ``checkpoint.pt`` besides epoch ends
     progress : show a progress bar (default: when stderr is a terminal)
     log : callable, optional
@@ -252,86 +288,120 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, epochs: int
     DataError
         Missing or empty data.
     """
+    if config is not None and recipe:
+        raise InputError(f"give the recipe as config or as keywords, not both (got {', '.join(sorted(recipe))}).")
+    try:
+        cfg = config if config is not None else FinetuneConfig(**recipe)
+    except TypeError:
+        known = [f.name for f in dataclasses.fields(FinetuneConfig)]
+        raise InputError(f"unknown fine-tuning option(s) {', '.join(sorted(set(recipe) - set(known)))}; the recipe "
+                         f"takes {', '.join(known)}.") from None
     say = log or (lambda line: None)
-    _check_numbers(epochs, batch_size, lr, momentum, weight_decay, schedule, train)
-    wrap = canonical_wrap(wrap)
-    if wrap and any(step.split(":")[0] not in TRAINABLE_WRAPPERS for step in wrap.split("+")):
-        raise InputError(f"finetune trains through {', '.join(TRAINABLE_WRAPPERS)} only; {wrap} includes test-time "
-                         "view averaging: fine-tune without it and pass --wrap to evaluate instead.")
+    wrap = cfg.check()
     select_device(device)  # a device this machine lacks is refused before anything is written
     check_destination(out, FINETUNE_TOOL, MANIFEST_NAME)
     out = ensure_dir(out)
     with output_lock(out, FINETUNE_TOOL):  # one run per folder, as the dataset builders: a second one stops
+        classes = cfg.classes
         subset = resolve_class_subset(classes) if classes is not None and not isinstance(classes, ClassSubset) else classes
         spec = base_spec(model)
-        training_set = read_training_set(data, classes=subset, class_map=class_map)
-        augmenter, augment_info = make_augmenter(augment, severities, seed)
+        training_set = read_training_set(data, classes=subset, class_map=cfg.class_map)
+        augmenter, augment_info = make_augmenter(cfg.augment, cfg.severities, cfg.seed)
         dev = select_device(device)
-        on_device = augment_on_device(augmenter, augment_backend, dev)
+        on_device = augment_on_device(augmenter, cfg.augment_backend, dev)
         if on_device:  # numpy (in the workers) is the default and stays unnamed, as in runs made before
             augment_info["backend"] = "torch"
-        init_path = Path(init).expanduser().resolve() if init is not None else None
+        init_path = Path(cfg.init).expanduser().resolve() if cfg.init is not None else None
         if init_path is not None and not init_path.is_file():
             raise DataError(f"--init weights {init_path} do not exist.")
-        settings = {
-            "model": spec, "data": {**training_set.source, "fingerprint": training_set.fingerprint()},
-            "classes": list(training_set.classes), "subset": subset.spec if subset is not None else None,
-            "augment": augment_info, "epochs": int(epochs), "batch_size": int(batch_size), "lr": float(lr),
-            "momentum": float(momentum), "weight_decay": float(weight_decay), "schedule": schedule, "train": train,
-            "crop": crop, "wrap": wrap, "seed": int(seed),
-            "init": file_sha256(init_path) if init_path is not None else None,
-            # a loaded model may carry other weights than its spec's: they are part of the run's identity
-            "start": object_name(model.net).rpartition("@")[2] if isinstance(model, Classifier) else None,
-        }
-        settings = json.loads(json.dumps(settings))  # the stored (JSON) form, so comparisons are exact
-
-        if (out / MANIFEST_NAME).is_file():
-            manifest = read_manifest(out)
-            diff = settings_diff(manifest.get("settings", {}), settings)
-            if diff:
-                raise InputError(f"{out} already holds a fine-tuned model made with other settings ({'; '.join(diff[:4])}). "
-                                 "Choose another --out, or delete the folder to train again.")
+        settings = run_settings(cfg, model, spec, training_set, subset, augment_info, wrap, init_path)
+        done, checkpoint = stored_state(out, settings)
+        if done is not None:
             say(f"{out} already holds this fine-tuned model")
-            return finetuned_spec(out, manifest["weights_sha256"])
-        checkpoint = load_checkpoint(out / CHECKPOINT_NAME)
-        if checkpoint is not None:
-            diff = settings_diff(checkpoint["settings"], settings)
-            if diff:
-                raise InputError(f"{out / CHECKPOINT_NAME} is a run with other settings ({'; '.join(diff[:4])}); rerun "
-                                 "with those settings to resume it, or choose another --out.")
-
-        classifier = copy.deepcopy(model).cpu() if isinstance(model, Classifier) else load_model(spec, device="cpu")
-        if not isinstance(classifier, Classifier) or isinstance(classifier, WrappedClassifier):
-            raise ModelError(f"{spec} is not a plain classifier; finetune trains classifiers (pass wrap= for CLAHE).")
-        if not classifier.differentiable:
-            raise ModelError(f"{spec} is not differentiable (no gradients reach its weights); it cannot be fine-tuned.")
-        if init_path is not None:
-            load_state(classifier, init_path, what=f"--init weights {init_path}",
-                       fix=f"Give a state_dict saved from the network of {spec}.")
-        head = resize_head_for(classifier, training_set, subset is not None, seed)
+            return done
+        classifier = starting_classifier(model, spec, init_path)
+        head = resize_head_for(classifier, training_set, subset is not None, cfg.seed)
         trained = wrap_classifier(classifier, wrap) if wrap else classifier
         trained.to(dev)
-        head_path = (head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]) if train == "head" else ""
-        parameters = set_trainable(classifier, head_path, train)
-        optimizer = torch.optim.SGD(parameters, lr=float(lr), momentum=float(momentum), weight_decay=float(weight_decay))
-        per_epoch = len(epoch_batches(len(training_set), batch_size, seed, 0))
-        total_steps = per_epoch * int(epochs)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(schedule, total_steps))
-
-        run = TrainingRun(trained, classifier, training_set, optimizer, scheduler, settings, out, dev, head)
+        run, per_epoch = training_run(cfg, trained, classifier, training_set, settings, out, dev, head)
         if checkpoint is not None:
             run.restore(checkpoint)
-            say(f"resuming {out}: epoch {run.step // per_epoch + 1}/{epochs}, step {run.step % per_epoch}/{per_epoch}")
-        images = TrainingImages(training_set.samples, trained.preprocessing, crop, seed)
+            say(f"resuming {out}: epoch {run.step // per_epoch + 1}/{cfg.epochs}, step {run.step % per_epoch}/"
+                f"{per_epoch}")
+        images = TrainingImages(training_set.samples, trained.preprocessing, cfg.crop, cfg.seed)
         workers = default_workers() if workers is None else int(workers)
         if workers < 0:
             raise InputError(f"workers must be 0 or more; got {workers}.")
-        run.train(images, augmenter, on_device=on_device, epochs=int(epochs), batch_size=int(batch_size),
-                  seed=int(seed), workers=workers, checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, progress=progress, log=say,
-                  on_step=on_step)
+        run.train(images, augmenter, on_device=on_device, epochs=int(cfg.epochs), batch_size=int(cfg.batch_size),
+                  seed=int(cfg.seed), workers=workers, checkpoint_every=checkpoint_every,
+                  checkpoint_minutes=checkpoint_minutes, progress=progress, log=say, on_step=on_step)
         spec_out = run.finish()
         say(f"fine-tuned model written to {out}: {spec_out}")
         return spec_out
+
+
+def run_settings(cfg: FinetuneConfig, model: object, spec: str, training_set: TrainingSet,
+                 subset: ClassSubset | None, augment_info: dict | None, wrap: str | None,
+                 init_path: Path | None) -> dict[str, Any]:
+    """The run's identity: everything that decides the model (JSON form, so comparisons are exact)."""
+    settings = {
+        "model": spec, "data": {**training_set.source, "fingerprint": training_set.fingerprint()},
+        "classes": list(training_set.classes), "subset": subset.spec if subset is not None else None,
+        "augment": augment_info, "epochs": int(cfg.epochs), "batch_size": int(cfg.batch_size), "lr": float(cfg.lr),
+        "momentum": float(cfg.momentum), "weight_decay": float(cfg.weight_decay), "schedule": cfg.schedule,
+        "train": cfg.train, "crop": cfg.crop, "wrap": wrap, "seed": int(cfg.seed),
+        "init": file_sha256(init_path) if init_path is not None else None,
+        # a loaded model may carry other weights than its spec's: they are part of the run's identity
+        "start": object_name(model.net).rpartition("@")[2] if isinstance(model, Classifier) else None,
+    }
+    return json.loads(json.dumps(settings))
+
+
+def stored_state(out: Path, settings: dict[str, Any]) -> tuple[str | None, dict | None]:
+    """``(spec of the finished model, None)`` when ``out`` holds this run done, ``(None, checkpoint or
+    None)`` otherwise; InputError when what ``out`` holds was made with other settings."""
+    if (out / MANIFEST_NAME).is_file():
+        manifest = read_manifest(out)
+        diff = settings_diff(manifest.get("settings", {}), settings)
+        if diff:
+            raise InputError(f"{out} already holds a fine-tuned model made with other settings ({'; '.join(diff[:4])}). "
+                             "Choose another --out, or delete the folder to train again.")
+        return finetuned_spec(out, manifest["weights_sha256"]), None
+    checkpoint = load_checkpoint(out / CHECKPOINT_NAME)
+    if checkpoint is not None:
+        diff = settings_diff(checkpoint["settings"], settings)
+        if diff:
+            raise InputError(f"{out / CHECKPOINT_NAME} is a run with other settings ({'; '.join(diff[:4])}); rerun "
+                             "with those settings to resume it, or choose another --out.")
+    return None, checkpoint
+
+
+def starting_classifier(model: object, spec: str, init_path: Path | None) -> Classifier:
+    """The classifier training starts from (a copy of a loaded one, or built from ``spec``), with
+    the ``init`` weights; ModelError for a model that cannot be trained."""
+    classifier = copy.deepcopy(model).cpu() if isinstance(model, Classifier) else load_model(spec, device="cpu")
+    if not isinstance(classifier, Classifier) or isinstance(classifier, WrappedClassifier):
+        raise ModelError(f"{spec} is not a plain classifier; finetune trains classifiers (pass wrap= for CLAHE).")
+    if not classifier.differentiable:
+        raise ModelError(f"{spec} is not differentiable (no gradients reach its weights); it cannot be fine-tuned.")
+    if init_path is not None:
+        load_state(classifier, init_path, what=f"--init weights {init_path}",
+                   fix=f"Give a state_dict saved from the network of {spec}.")
+    return classifier
+
+
+def training_run(cfg: FinetuneConfig, trained, classifier: Classifier, training_set: TrainingSet,
+                 settings: dict[str, Any], out: Path, dev, head: dict | None) -> tuple[TrainingRun, int]:
+    """The :class:`TrainingRun` (optimiser over the trainable parameters, learning-rate schedule) and
+    the steps per epoch."""
+    head_path = (head["path"] if head else find_head(classifier.net, classifier.num_classes)[0]) \
+        if cfg.train == "head" else ""
+    parameters = set_trainable(classifier, head_path, cfg.train)
+    optimizer = torch.optim.SGD(parameters, lr=float(cfg.lr), momentum=float(cfg.momentum),
+                                weight_decay=float(cfg.weight_decay))
+    per_epoch = len(epoch_batches(len(training_set), cfg.batch_size, cfg.seed, 0))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(cfg.schedule, per_epoch * int(cfg.epochs)))
+    return TrainingRun(trained, classifier, training_set, optimizer, scheduler, settings, out, dev, head), per_epoch
 
 
 def default_workers() -> int:

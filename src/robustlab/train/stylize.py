@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ..data.builds import (BuildSummary, SourceFailure, TaskResult, check_destination, check_resume, output_lock,
-                           running, write_summary)
+                           run_with_progress, running, write_summary)
 from ..data.folders import (CocoAnnotations, discover_dataset, find_images, is_robustlab_output, real_paths,
                             skipped_subfolders)
 from ..data.images import check_image, encode_image, read_image
@@ -527,29 +527,11 @@ def write_combined(dataset: StylizeDataset, dst: Path) -> list[Path]:
 
 def format_summary(summary: StylizeSummary, *, max_failures: int = 20) -> str:
     """A few lines for the terminal: counts, time, and the unreadable images (first ``max_failures``)."""
-    lines = [f"{summary.images} {summary.layout} images stylized into {summary.destination}",
-             f"written {summary.written}, already there {summary.skipped}, failed {summary.failed} "
-             f"({summary.seconds:.1f} s, {summary.workers} worker{'s' if summary.workers != 1 else ''})"]
-    return "\n".join(lines + summary.failure_lines(SUMMARY_NAME, max_failures))
+    return summary.text(f"{summary.images} {summary.layout} images stylized into {summary.destination}",
+                        SUMMARY_NAME, max_failures)
 
 
 def stylize_dataset_with_progress(src: str | os.PathLike, styles: str | os.PathLike, dst: str | os.PathLike,
                                   **options) -> StylizeSummary:
-    """:func:`stylize_dataset` with a progress bar (images/s, ETA) on stderr."""
-    from rich.console import Console
-
-    from .progress import ImageProgress
-
-    bar = ImageProgress("stylizing", 0, enabled=True)
-
-    def on_start(summary: StylizeSummary, todo: int) -> None:
-        if summary.skipped:  # shown once the inputs are validated: an error before is one clean line
-            Console(stderr=True).print(f"resuming: {summary.skipped} of {summary.outputs} images already in "
-                                       f"{summary.destination}")
-        bar.__enter__()
-        bar.set_total(todo)
-
-    try:
-        return stylize_dataset(src, styles, dst, progress=bar.advance, on_start=on_start, **options)
-    finally:
-        bar.__exit__(None, None, None)
+    """:func:`stylize_dataset` with a progress bar (ETA) on stderr."""
+    return run_with_progress(stylize_dataset, "stylizing", src=src, styles=styles, dst=dst, **options)

@@ -1,8 +1,8 @@
-"""Small file helpers shared by the video modules: JSON in (plain or gzipped), JSON out atomically."""
+"""Small file helpers shared by the video modules: finding a metadata file, reading JSON (plain or
+gzipped: :func:`robustlab.fsutil.read_json`), writing JSON atomically."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from pathlib import Path
@@ -23,21 +23,8 @@ def find_file(name: str, folders: list[Path], *, what: str) -> Path:
                     "that holds the benchmark's metadata files.")
 
 
-def load_json(path: str | os.PathLike) -> object:
-    """Parse a JSON file (``.gz`` compressed or not); DataError naming the file when it fails."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-        if p.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        return json.loads(raw.decode("utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{p} does not exist; check the path.") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                        f"{exc.msg}); re-download or regenerate it.") from exc
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read {p}: {exc}. The file is corrupt; re-download it.") from exc
+#: What to do about a damaged metadata file.
+FIX = "Re-download or regenerate it."
 
 
 def write_json(path: str | os.PathLike, obj: object, *, indent: int | None = 1) -> Path:

@@ -32,7 +32,8 @@ import numpy as np
 from ..data.images import read_image
 from ..data.wordnet import VID_CLASSES, VID_SYNSETS, YTBB_CLASS_NAMES, YTBB_SYNSETS, class_index_map
 from ..errors import DataError, InputError
-from ._io import find_file, load_json
+from ..fsutil import read_json
+from ._io import FIX, find_file
 from .keys import frame_number, frame_offset, restrict_to_offset, video_of
 
 LABEL_MODES = ("frame", "anchor")
@@ -207,7 +208,7 @@ def read_pmk_set(root: str | os.PathLike | None = None, *, metadata: str | os.Pa
             names_file = find_file("classes.json", folders, what=name)
         except DataError:
             names_file = None
-        class_names = load_json(names_file) if names_file else None
+        class_names = read_json(names_file, fix=FIX) if names_file else None
         if class_names is not None and not (isinstance(class_names, list) and all(
                 isinstance(c, str) for c in class_names)):
             raise DataError(f"{names_file}: expected a JSON list of class names.")
@@ -216,11 +217,11 @@ def read_pmk_set(root: str | os.PathLike | None = None, *, metadata: str | os.Pa
             map_file = find_file("class_idx_map.json", folders, what=name)
         except DataError:
             map_file = None
-        class_idx_map = ({int(k): int(v) for k, v in load_json(map_file).items()}
+        class_idx_map = ({int(k): int(v) for k, v in read_json(map_file, fix=FIX).items()}
                          if map_file else {})
     n_classes = len(class_names) if class_names else None
-    pmsets = _check_pmsets(load_json(pmsets_file), pmsets_file)
-    labels = _check_labels(load_json(labels_file), labels_file, n_classes)
+    pmsets = _check_pmsets(read_json(pmsets_file, fix=FIX), pmsets_file)
+    labels = _check_labels(read_json(labels_file, fix=FIX), labels_file, n_classes)
     _check_coverage(pmsets, labels, label_mode, pmsets_file, labels_file)
     if class_names is None:
         n = max((max(v) for v in labels.values()), default=-1) + 1
@@ -246,7 +247,7 @@ def read_imagenet_vid_robust(root: str | os.PathLike | None = None, *,
                                 "imagenet-vid-robust")
     try:
         map_file = find_file("class_idx_map.json", folders, what="imagenet-vid-robust")
-        cmap = {int(k): int(v) for k, v in load_json(map_file).items()}
+        cmap = {int(k): int(v) for k, v in read_json(map_file, fix=FIX).items()}
     except DataError:
         cmap = class_index_map(VID_SYNSETS)
     return read_pmk_set(root, metadata=metadata, name="imagenet-vid-robust", class_names=names,
@@ -281,7 +282,7 @@ def read_review_labels(path: str | os.PathLike) -> tuple[dict[str, frozenset[str
         ``{raw key: label names}``.
     label_names : list of str
     """
-    data = load_json(path)
+    data = read_json(path, fix=FIX)
     if not (isinstance(data, dict) and isinstance(data.get("labels"), list)
             and isinstance(data.get("annotations"), list)):
         raise DataError(f"{path}: expected {{'labels': [names], 'annotations': [...]}} (the "
@@ -417,7 +418,7 @@ def read_ytbb_robust(root: str | os.PathLike | None = None, *,
     csv_file = find_file("ytbb_robustness_test_anchors_full.csv", folders, what="ytbb-robust")
     try:
         index_file = find_file("ytbb_class_index.json", folders, what="ytbb-robust")
-        index = load_json(index_file)
+        index = read_json(index_file, fix=FIX)
         class_names = tuple(index[str(i)] for i in range(len(index)))
     except DataError:
         class_names = YTBB_CLASS_NAMES
@@ -435,7 +436,7 @@ def read_ytbb_robust(root: str | os.PathLike | None = None, *,
     pmsets = ytbb_pmsets(anchors, valid_pairs, k)
     try:
         map_file = find_file("class_idx_map.json", folders, what="ytbb-robust")
-        cmap = {int(a): int(b) for a, b in load_json(map_file).items()}
+        cmap = {int(a): int(b) for a, b in read_json(map_file, fix=FIX).items()}
     except DataError:
         cmap = class_index_map(YTBB_SYNSETS)
     root_path = Path(root) if root is not None else None

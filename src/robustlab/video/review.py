@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import DataError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, read_jsonl
 
 LABEL_ANSWERS = ("yes", "no", "unsure")
 SIMILARITY_ANSWERS = ("similar", "dissimilar", "unsure")
@@ -180,24 +180,8 @@ def read_reviews(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list
     DataError
         On the first bad line, naming the file and line number and what is wrong.
     """
-    records = []
-    for path in review_files(paths):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"cannot read review file {path}: {exc}.") from exc
-        for number, line in enumerate(text.splitlines(), start=1):
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            where = f"{path}, line {number}"
-            try:
-                obj = json.loads(stripped)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}); each "
-                                "line must be one JSON object.") from exc
-            records.append(parse_review(obj, where))
-    return records
+    return [parse_review(obj, where) for path in review_files(paths)
+            for _, where, obj in read_jsonl(path, what="review file")]
 
 
 def write_reviews(path: str | os.PathLike, records: Iterable[ReviewRecord | Mapping]) -> Path:

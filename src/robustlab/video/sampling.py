@@ -328,12 +328,13 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
 
 def read_manifest(out_dir: str | os.PathLike) -> dict:
     """Read ``OUT/sample.json`` written by :func:`sample_videos`, checking its format."""
-    from ._io import load_json  # noqa: PLC0415
+    from ..fsutil import read_json  # noqa: PLC0415
+    from ._io import FIX  # noqa: PLC0415
 
     path = Path(out_dir) / MANIFEST
     if not path.is_file():
         raise DataError(f"{path} not found: run `robustlab video sample VIDEOS {out_dir}` first.")
-    manifest = load_json(path)
+    manifest = read_json(path, fix=FIX)
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise DataError(f"{path} is not a robustlab sample manifest (format "
                         f"{MANIFEST_FORMAT!r}); re-run `robustlab video sample`.")
@@ -348,13 +349,14 @@ def sample_videos_from_files(videos_dir: str | os.PathLike, out_dir: str | os.Pa
     ``labels_file`` holds ``{video file: class index or [indices]}``; ``classes_file`` a list
     of class names.
     """
-    from ._io import load_json  # noqa: PLC0415
+    from ..fsutil import read_json  # noqa: PLC0415
+    from ._io import FIX  # noqa: PLC0415
 
-    labels = load_json(labels_file) if labels_file else None
+    labels = read_json(labels_file, fix=FIX) if labels_file else None
     if labels is not None and not isinstance(labels, dict):
         raise DataError(f"{labels_file}: expected a JSON object {{video file: class index or "
                         "[indices]}}.")
-    classes = load_json(classes_file) if classes_file else None
+    classes = read_json(classes_file, fix=FIX) if classes_file else None
     if classes is not None and not (isinstance(classes, list)
                                     and all(isinstance(c, str) for c in classes)):
         raise DataError(f"{classes_file}: expected a JSON list of class names.")

@@ -1,4 +1,4 @@
-"""The 15 C-bar kernels, registered in the corruption registry (group ``c-bar``).
+"""The 15 C-bar kernels (declared in the corruption registry by :mod:`.catalog`, group ``c-bar``).
 
 Each kernel draws its random parameters from ``rs`` with the calls, shapes and order the
 reference's ``sample_parameters`` draws them from the global ``np.random`` (and seeds its inner
@@ -20,12 +20,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..registry import register
 from .fields import (caustic_field, cos_sin, fourier_power, perlin_tables, perlin_turbulence, plasma_field,
                      sine_rings, single_frequency)
 from .overlays import checkerboard_mask, sparkle_pass
 from .sampling import caustic_refraction_warp, pinch_and_twirl_cells, ripple_warp
-from .tables import GROUP, severity_parameter
+from .tables import severity_parameter
 
 __all__ = ["level"]
 
@@ -42,7 +41,9 @@ def _clip_uint8(x: np.ndarray) -> np.ndarray:
 
 
 def _square(kernel: CBarKernel) -> Callable[[np.ndarray, int, np.random.RandomState, str], np.ndarray]:
-    """The registry's kernel signature around a square-image kernel ``kernel(image, parameter, rs)``."""
+    """Decorator: the registry's kernel signature around a square-image kernel ``kernel(image, parameter, rs)``
+    (the severity becomes the profile's severity parameter; a non-square image is corrupted on a
+    square canvas)."""
     name = kernel.__name__
 
     def wrapped(image: np.ndarray, severity: int, rs: np.random.RandomState, profile: str) -> np.ndarray:
@@ -58,7 +59,8 @@ def _square(kernel: CBarKernel) -> Callable[[np.ndarray, int, np.random.RandomSt
     wrapped.__name__ = name
     wrapped.__qualname__ = name
     wrapped.__doc__ = kernel.__doc__
-    return register(name, group=GROUP, benchmark=True)(wrapped)
+    wrapped.__wrapped__ = kernel
+    return wrapped
 
 
 # --------------------------------------------------------------------------- Fourier noises
@@ -84,6 +86,7 @@ def _fourier_noise(side: int, rs: np.random.RandomState, brownish: bool) -> np.n
     return noise / np.std(noise)
 
 
+@_square
 def blue_noise_sample(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Keeps the pixels where a blue-noise field exceeds a threshold; the others go black."""
     seed = rs.randint(low=0, high=2**32)
@@ -92,6 +95,7 @@ def blue_noise_sample(image: np.ndarray, parameter: float, rs: np.random.RandomS
     return image * (noise > threshold)[:, :, None].astype(np.uint8)
 
 
+@_square
 def brownish_noise(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Adds low-frequency (1/f^2) noise, one field per channel."""
     seed = rs.randint(low=0, high=2**32)
@@ -104,6 +108,7 @@ def brownish_noise(image: np.ndarray, parameter: float, rs: np.random.RandomStat
 # --------------------------------------------------------------------------- procedural fields
 
 
+@_square
 def single_frequency_greyscale(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Adds one grey sine grating of random frequency, direction and phase."""
     freq_mag = rs.uniform(low=-np.pi, high=np.pi)
@@ -115,6 +120,7 @@ def single_frequency_greyscale(image: np.ndarray, parameter: float, rs: np.rando
     return _clip_uint8(image + intensity * noise[:, :, None])
 
 
+@_square
 def cocentric_sine_waves(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Adds wavy concentric rings around a random centre."""
     side = image.shape[0]
@@ -127,6 +133,7 @@ def cocentric_sine_waves(image: np.ndarray, parameter: float, rs: np.random.Rand
     return _clip_uint8(image + intensity * noise[:, :, None])
 
 
+@_square
 def plasma_noise(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Blends in a coloured plasma pattern."""
     side = image.shape[0]
@@ -146,6 +153,7 @@ def plasma_noise(image: np.ndarray, parameter: float, rs: np.random.RandomState)
     return _clip_uint8((1 - intensity / 255) * image + intensity * noise)
 
 
+@_square
 def perlin_noise(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Blends in grey Perlin turbulence (5 octaves)."""
     side = image.shape[0]
@@ -161,6 +169,7 @@ def perlin_noise(image: np.ndarray, parameter: float, rs: np.random.RandomState)
 # --------------------------------------------------------------------------- overlays
 
 
+@_square
 def sparkles(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Five white stars of 50-200 rays at random places."""
     side = image.shape[0]
@@ -176,6 +185,7 @@ def sparkles(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> 
     return _clip_uint8(out)
 
 
+@_square
 def inverse_sparkles(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """White everywhere except inside one star of rays near the centre."""
     side = image.shape[0]
@@ -190,6 +200,7 @@ def inverse_sparkles(image: np.ndarray, parameter: float, rs: np.random.RandomSt
     return _clip_uint8(out)
 
 
+@_square
 def checkerboard_cutout(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Greys out random squares of a rotated checkerboard (128 grey)."""
     side = image.shape[0]
@@ -205,6 +216,7 @@ def checkerboard_cutout(image: np.ndarray, parameter: float, rs: np.random.Rando
     return out
 
 
+@_square
 def lines(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Draws anti-aliased grey (128) lines across the image, mostly in one direction."""
     from skimage.draw import line_aa
@@ -233,6 +245,7 @@ def lines(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.
 # --------------------------------------------------------------------------- warps and blurs
 
 
+@_square
 def pinch_and_twirl(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Twirls a grid of circular patches, each by a random direction (5x5 at 224 px, 3x3 at 32 px)."""
     side = image.shape[0]
@@ -243,6 +256,7 @@ def pinch_and_twirl(image: np.ndarray, parameter: float, rs: np.random.RandomSta
     return _clip_uint8(pinch_and_twirl_cells(image, cells, angles.astype(np.float64), amount))
 
 
+@_square
 def ripple(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Displaces rows and columns by sine waves of random wavelength and phase."""
     side = image.shape[0]
@@ -252,6 +266,7 @@ def ripple(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np
     return _clip_uint8(ripple_warp(np.ascontiguousarray(image), amplitudes, wavelengths, phases))
 
 
+@_square
 def caustic_refraction(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Looks at the image through rippled water: caustic-lens refraction and lighting."""
     from .._gaussian import gaussian_weights
@@ -273,6 +288,7 @@ def caustic_refraction(image: np.ndarray, parameter: float, rs: np.random.Random
     return np.clip(scaled.astype(np.uint8), 0, 255)
 
 
+@_square
 def circular_motion_blur(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """The average of 21 rotations of the image (cubic spline) with Gaussian weights: a spin blur."""
     from scipy.ndimage import rotate
@@ -290,6 +306,7 @@ def circular_motion_blur(image: np.ndarray, parameter: float, rs: np.random.Rand
     return np.clip(out * np.float32(255), 0, 255).astype(np.uint8)
 
 
+@_square
 def transverse_chromatic_abberation(image: np.ndarray, parameter: float, rs: np.random.RandomState) -> np.ndarray:
     """Scales the three colour channels differently about the centre (1, 1 + s/2, 1 + s, in random order)."""
     from scipy.ndimage import zoom
@@ -303,9 +320,3 @@ def transverse_chromatic_abberation(image: np.ndarray, parameter: float, rs: np.
         edge = (zoomed.shape[0] - side) // 2
         out[:, :, c] = zoomed[edge:edge + side, edge:edge + side]
     return out
-
-
-for _kernel in (blue_noise_sample, brownish_noise, checkerboard_cutout, inverse_sparkles, sparkles,
-                caustic_refraction, cocentric_sine_waves, perlin_noise, plasma_noise, single_frequency_greyscale,
-                circular_motion_blur, lines, pinch_and_twirl, ripple, transverse_chromatic_abberation):
-    _square(_kernel)

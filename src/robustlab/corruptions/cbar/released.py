@@ -7,7 +7,7 @@
   The script writes under ``<out>/ImageNet-C-Bar/``: a root holding only that folder is entered.
 - **CIFAR-10-C-bar** (``make_cifar10_c_bar.py``): ``<root>/<corruption>.npy`` (5 x 10,000 images,
   severity-major, uint8 32x32x3) and ``<root>/labels.npy``: the CIFAR-10-C layout
-  (:func:`robustlab.data.classification.read_cifar_c`); also entered from ``<out>/CIFAR-10-C-Bar/``.
+  (:func:`robustlab.corruptions.released.read_cifar_c`); also entered from ``<out>/CIFAR-10-C-Bar/``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """The 19 corruptions as batched torch operations, on the batch's device (CPU, CUDA, MPS).
 
+>>> import torch
 >>> from robustlab.corruptions import corrupt_batch
->>> out = corrupt_batch(x, "fog", 3, seed=0, ids=sample_ids)   # x: float (N, 3, H, W) in [0, 1]
+>>> x = torch.rand(2, 3, 64, 64)                     # float (N, 3, H, W) in [0, 1], any device
+>>> corrupt_batch(x, "fog", 3, seed=0, ids=["a.jpg", "b.jpg"]).shape
+torch.Size([2, 3, 64, 64])
 
 :func:`robustlab.corruptions.corrupt_batch` dispatches here when given a tensor;
 :func:`corrupt_tensor` is the same call. The numpy path (:mod:`robustlab.corruptions`) is the
@@ -21,13 +24,13 @@ from .parity import PARITY_FILE, load_parity, parity_status
 #: Public names loaded on first access, from the modules that need torch.
 _LAZY = {
     "EXPECTED": "batch", "check_tensor": "batch", "corrupt_tensor": "batch", "image_severities": "batch",
-    "TORCH_KERNELS": "registry", "TorchKernel": "registry", "get_torch_kernel": "registry",
+    "TorchKernel": "registry", "get_torch_kernel": "registry", "torch_kernel_names": "registry",
     "TorchvisionRandomCorruption": "augment",
 }
 
 __all__ = [
-    "EXPECTED", "PARITY_FILE", "TORCH_KERNELS", "TorchKernel", "TorchvisionRandomCorruption", "check_tensor",
-    "corrupt_tensor", "get_torch_kernel", "image_severities", "load_parity", "parity_status",
+    "EXPECTED", "PARITY_FILE", "TorchKernel", "TorchvisionRandomCorruption", "check_tensor",
+    "corrupt_tensor", "get_torch_kernel", "image_severities", "load_parity", "parity_status", "torch_kernel_names",
 ]
 
 

@@ -2,7 +2,7 @@
 as a torchvision ``transforms.v2`` transform.
 
 >>> from torchvision.transforms import v2
->>> augment = TorchvisionRandomCorruption("paper-noise", severities=(1, 5), seed=0)
+>>> augment = TorchvisionRandomCorruption("paper-noise", severities="1-5", seed=0)
 >>> pipeline = v2.Compose([v2.RandomResizedCrop(224), augment, v2.ToDtype(torch.float32, scale=True)])
 
 It takes what v2 pipelines carry: ``tv_tensors.Image`` or plain image tensors in torchvision's
@@ -54,7 +54,7 @@ class TorchvisionRandomCorruption(v2.Transform):
     _transformed_types = (tv_tensors.Image, _is_plain_tensor)
 
     def __init__(self, corruptions: tuple[str, ...] | str = PAPER_NOISE_AUGMENTATION,
-                 severities: tuple[int, ...] | str | int = (1, 5), p: float = 1.0, seed: int = 0,
+                 severities: tuple[int, ...] | str | int = "1-5", p: float = 1.0, seed: int = 0,
                  profile: str = "imagecorruptions") -> None:
         super().__init__()
         self.augment = RandomCorruption(corruptions, severities, p, seed, profile)

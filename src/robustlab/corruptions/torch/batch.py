@@ -7,10 +7,9 @@ from collections.abc import Sequence
 import torch
 
 from ...errors import InputError
-from ...seeding import derive_seed
+from ..items import item_seed
 from ..checks import MIN_SIZE, check_severity
 from ..registry import check_profile, get_corruption
-from . import blur, digital, noise, weather  # noqa: F401  (registers the torch kernels)
 from .draws import image_generators
 from .ops import LEVEL_TOLERANCE
 from .registry import get_torch_kernel
@@ -118,7 +117,7 @@ def corrupt_tensor(images: torch.Tensor, name: str, severity: int | Sequence[int
         1..5, for all images or per image.
     seed : int
         Base seed. Image i draws from a generator seeded with
-        ``derive_seed(seed, ids[i], name, severity_i)`` on the batch's device, so its result
+        ``item_seed(seed, ids[i], name, severity_i)`` on the batch's device, so its result
         depends only on (seed, id, corruption, severity, profile), never on the batch.
     ids : sequence of N hashable values, optional
         Image identities (file names, sample indices); default: positions 0..N-1.
@@ -155,7 +154,7 @@ def corrupt_tensor(images: torch.Tensor, name: str, severity: int | Sequence[int
         result = None
         for level in sorted(set(severities)):
             members = [i for i, s in enumerate(severities) if s == level]
-            generators = image_generators([derive_seed(seed, keys[i], name, level) for i in members], images.device)
+            generators = image_generators([item_seed(seed, keys[i], name, level) for i in members], images.device)
             if len(members) == n:
                 result = kernel.fn(work, level, generators, profile)
                 break

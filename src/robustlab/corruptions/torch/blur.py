@@ -13,29 +13,25 @@ from __future__ import annotations
 import torch
 
 from .. import blur as numpy_blur
-from .._kernels import disk_kernel, severity_param
+from ..ops import disk_kernel, severity_param
 from .draws import integers, uniform, wide_float
 from .ops import clipped_zoom, filter2d, line_blur, to_levels
 from .ops import gaussian_blur as smooth
-from .registry import register_torch
 
 __all__ = ["glass_blur_offsets", "glass_shuffle", "glass_sources"]
 
-@register_torch("gaussian_blur")
 def gaussian_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Gaussian blur, edges replicated, radius 4 sigma (scikit-image's ``gaussian``). Draws nothing."""
     sigma = severity_param(numpy_blur.GAUSSIAN_SIGMA, profile, severity)
     return smooth(x, sigma, mode="nearest")
 
 
-@register_torch("defocus_blur")
 def defocus_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Correlation with the numpy path's anti-aliased disk, ``BORDER_REFLECT_101``. Draws nothing."""
     radius, alias_blur = severity_param(numpy_blur.DEFOCUS, profile, severity)
     return filter2d(x, disk_kernel(radius, alias_blur), "reflect101")
 
 
-@register_torch("motion_blur")
 def motion_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Line blur at an angle U(-45, 45) degrees per image (one uniform draw), edges replicated."""
     radius, sigma = severity_param(numpy_blur.MOTION, profile, severity)
@@ -43,7 +39,6 @@ def motion_blur(x: torch.Tensor, severity: int, generators: list, profile: str) 
     return line_blur(x, radius, sigma, angles)
 
 
-@register_torch("zoom_blur")
 def zoom_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Mean of the image and its zooms into the centre (bilinear). Draws nothing.
 
@@ -108,7 +103,7 @@ def glass_sources(offsets: torch.Tensor, height: int, width: int, max_delta: int
 def glass_shuffle(x: torch.Tensor, offsets: torch.Tensor, max_delta: int) -> torch.Tensor:
     """One shuffle iteration of glass blur on (N, C, H, W) ``x`` with the given ``offsets``.
 
-    Equal to the reference's sequential loop (:func:`robustlab.corruptions._kernels.glass_shuffle`)
+    Equal to the reference's sequential loop (:func:`robustlab.corruptions.ops.glass_shuffle`)
     given the same offsets; see :func:`glass_sources`.
     """
     n, c, h, w = x.shape
@@ -129,7 +124,6 @@ def glass_blur_offsets(x: torch.Tensor, sigma: float, max_delta: int, offsets: l
     return smooth(levels / 255, sigma, mode="nearest")
 
 
-@register_torch("glass_blur")
 def glass_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Blur, truncate to 256 levels, shuffle pixels locally, blur again.
 

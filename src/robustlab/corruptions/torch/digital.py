@@ -30,7 +30,6 @@ from ...errors import InputError
 from .. import digital as numpy_digital
 from .draws import uniform, wide_float
 from .ops import bilinear_sample, gaussian_blur
-from .registry import register_torch
 
 __all__ = ["JPEG_CODECS", "JPEG_CODEC_ENV", "box_weights", "hsv_adjust", "jpeg_codec", "jpeg_round_trip", "nearest_index"]
 
@@ -63,20 +62,17 @@ def hsv_adjust(x: torch.Tensor, shift_value: float = 0.0, saturation_factor: flo
     return torch.stack(channels, dim=1)
 
 
-@register_torch("brightness")
 def brightness(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """HSV value + c (clipped to 1). Draws nothing."""
     return hsv_adjust(x, shift_value=numpy_digital.BRIGHTNESS[profile][severity - 1])
 
 
-@register_torch("saturate")
 def saturate(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """HSV saturation * a + b (clipped to [0, 1]). Draws nothing."""
     factor, offset = numpy_digital.SATURATE[profile][severity - 1]
     return hsv_adjust(x, saturation_factor=factor, saturation_offset=offset)
 
 
-@register_torch("contrast")
 def contrast(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Each channel pulled towards its own mean by factor c. Draws nothing."""
     c = numpy_digital.CONTRAST[profile][severity - 1]
@@ -139,7 +135,6 @@ def pixelate_matrices(n: int, fraction: float, nearest_up: bool) -> tuple[np.nda
     return down, up
 
 
-@register_torch("pixelate", rounding="round")
 def pixelate(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """BOX downsampling by c, then NEAREST (imagecorruptions) or BOX (hendrycks) back up. Draws nothing.
 
@@ -227,7 +222,6 @@ def _cv2_round_trip(rgb: np.ndarray, quality: int) -> np.ndarray:  # pragma: no 
     return cv2.cvtColor(cv2.imdecode(encoded, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
-@register_torch("jpeg_compression", rounding="round")
 def jpeg_compression(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """A real JPEG round trip at the severity's quality (4:2:0, libjpeg's quality tables).
 
@@ -269,7 +263,6 @@ def _random_affine(x: torch.Tensor, jitter: float, generators: list) -> torch.Te
     return bilinear_sample(x, src_y, src_x, "reflect101")
 
 
-@register_torch("elastic_transform")
 def elastic_transform(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Pixels displaced along a smooth random field per image, bilinear, mirrored borders.
 

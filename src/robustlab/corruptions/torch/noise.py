@@ -10,19 +10,16 @@ from __future__ import annotations
 import torch
 
 from .. import noise as numpy_noise
-from .._kernels import severity_param
+from ..ops import severity_param
 from .draws import normal, uniform
-from .registry import register_torch
 
 
-@register_torch("gaussian_noise")
 def gaussian_noise(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """x + N(0, sigma^2) per value; one (3, H, W) normal draw per image."""
     sigma = severity_param(numpy_noise.GAUSSIAN_SIGMA, profile, severity)
     return x + normal(generators, x.shape[1:], std=sigma, device=x.device, dtype=x.dtype)
 
 
-@register_torch("shot_noise")
 def shot_noise(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Poisson(x * rate) / rate per value; one (3, H, W) Poisson draw per image."""
     rate = float(severity_param(numpy_noise.SHOT_RATE, profile, severity))
@@ -30,7 +27,6 @@ def shot_noise(x: torch.Tensor, severity: int, generators: list, profile: str) -
     return counts / rate
 
 
-@register_torch("impulse_noise")
 def impulse_noise(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Salt (u < amount/2) and pepper (amount/2 <= u < amount) per value; one (3, H, W) uniform draw."""
     amount = float(severity_param(numpy_noise.IMPULSE_AMOUNT, profile, severity))
@@ -38,7 +34,6 @@ def impulse_noise(x: torch.Tensor, severity: int, generators: list, profile: str
     return torch.where(u < amount / 2, torch.ones_like(x), torch.where(u < amount, torch.zeros_like(x), x))
 
 
-@register_torch("speckle_noise")
 def speckle_noise(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """x + x * N(0, sigma^2) per value; one (3, H, W) normal draw per image."""
     sigma = severity_param(numpy_noise.SPECKLE_SIGMA, profile, severity)

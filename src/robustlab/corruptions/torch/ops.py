@@ -2,7 +2,7 @@
 
 Every function works on float tensors ``(N, C, H, W)`` on any device and treats each image
 independently (no statistic is shared across the batch), so an image's result does not depend
-on the batch it is in. They re-express the numpy path's routines (:mod:`..._kernels`,
+on the batch it is in. They re-express the numpy path's routines (:mod:`...ops`,
 :mod:`..._gaussian`) with torch operations: same definitions (weights, border rules,
 sampling positions), float32 arithmetic instead of float64, and a different summation order
 (matrix products or FFTs instead of scipy's and OpenCV's tap loops), so values agree to about
@@ -23,7 +23,6 @@ sampling positions), float32 arithmetic instead of float64, and a different summ
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -32,12 +31,11 @@ import torch
 import torch.nn.functional as F
 
 from .._gaussian import gaussian_weights
-from .._kernels import motion_blur_kernel
+from ..ops import motion_blur_kernel, zoom_window
 
 __all__ = [
     "BORDER_MODES", "bilinear_sample", "border_index", "box_blur3", "clipped_zoom", "correlate_separable",
     "filter2d", "gaussian_blur", "line_blur", "pad", "rgb_to_grey", "separable_terms", "to_levels", "zoom_outside",
-    "zoom_window",
 ]
 
 #: Border rules: ``nearest`` (edge repeated: scipy ``nearest``, OpenCV ``REPLICATE``),
@@ -229,7 +227,7 @@ def line_blur(x: torch.Tensor, radius: int, sigma: float, angles: Sequence[float
     -------
     torch.Tensor
         float (N, C, rows, cols), unclipped: the weighted sum of the taps of
-        :func:`robustlab.corruptions._kernels.motion_blur_kernel`, added in tap order.
+        :func:`robustlab.corruptions.ops.motion_blur_kernel`, added in tap order.
     """
     n, c, h, w = x.shape
     rows, cols = out_hw if out_hw is not None else (h, w)
@@ -268,22 +266,6 @@ def line_blur(x: torch.Tensor, radius: int, sigma: float, angles: Sequence[float
 
 
 # --------------------------------------------------------------------------- zoom
-
-def zoom_window(n: int, factor: float, centred: bool, full: bool) -> tuple[int, int, int, int, int]:
-    """(crop top, crop length, zoomed length, kept start, kept count) of one axis of a clipped zoom."""
-    crop = math.ceil(n / float(factor))
-    top = (n - crop) // 2
-    n_out = round(crop * factor)
-    if full:
-        start, count = 0, n_out
-    elif centred:
-        start, count = (n_out - n) // 2, n
-    else:
-        start, count = 0, n
-    if start + count > n_out:
-        raise ValueError(f"zoom factor {factor} gives {n_out} < {n} pixels; factors must be >= 1")
-    return top, crop, n_out, start, count
-
 
 def zoom_outside(n_in: int, n_out: int, start: int, count: int) -> np.ndarray:
     """Outputs start..start+count-1 of scipy's order-1 zoom whose float64 sampling position

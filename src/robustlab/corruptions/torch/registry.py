@@ -1,4 +1,4 @@
-"""Registry of the torch kernels: corruption name -> batched kernel and its rounding rule.
+"""The torch kernels: a corruption's torch kernel and its rounding rule, as the corruption declares them.
 
 A torch kernel is ``kernel(x, severity, generators, profile) -> torch.Tensor`` where ``x`` is a
 float (N, 3, H, W) batch in [0, 1] on any device, ``severity`` an int in 1..5 (the same for
@@ -9,6 +9,10 @@ kernel draws image i's randomness from ``generators[i]`` only), and ``profile`` 
 the caller clips it to [0, 1] and, for uint8 output, converts it to 256 levels by
 ``rounding``: ``floor`` (the references' ``np.uint8`` truncation) or ``round`` (Pillow's and
 libjpeg's 8-bit output).
+
+A corruption names its torch kernel where it is registered
+(:func:`robustlab.corruptions.registry.register` ``torch_kernel=``, ``torch_rounding=``); one
+without a torch kernel is corrupted by the numpy path only.
 """
 
 from __future__ import annotations
@@ -18,38 +22,42 @@ from dataclasses import dataclass
 
 import torch
 
-from ..registry import get_corruption
+from ...errors import InputError
+from ..registry import ROUNDINGS, get_corruption, load_reference, registered
+
+__all__ = ["ROUNDINGS", "TorchKernel", "get_torch_kernel", "torch_kernel_names"]
 
 TorchKernelFn = Callable[[torch.Tensor, int, list, str], torch.Tensor]
-ROUNDINGS = ("floor", "round")
 
 
 @dataclass(frozen=True)
 class TorchKernel:
-    """One registered torch kernel."""
+    """One corruption's torch kernel."""
 
     name: str
     fn: TorchKernelFn
     rounding: str = "floor"
 
 
-TORCH_KERNELS: dict[str, TorchKernel] = {}
-
-
-def register_torch(name: str, *, rounding: str = "floor") -> Callable[[TorchKernelFn], TorchKernelFn]:
-    """Decorator registering a torch kernel for the (numpy-registered) corruption ``name``."""
-    get_corruption(name)  # only corruptions the numpy path defines
-    if rounding not in ROUNDINGS:
-        raise ValueError(f"rounding must be one of {ROUNDINGS}; got {rounding!r}")
-
-    def deco(fn: TorchKernelFn) -> TorchKernelFn:
-        TORCH_KERNELS[name] = TorchKernel(name, fn, rounding)
-        return fn
-
-    return deco
-
-
 def get_torch_kernel(name: str) -> TorchKernel:
-    """The torch kernel of corruption ``name`` (the registry's InputError for unknown names)."""
+    """The torch kernel of corruption ``name`` (its module imported now).
+
+    Raises
+    ------
+    InputError
+        For an unknown name (with a suggestion), and for a corruption registered without a torch
+        kernel (with the fix: the numpy backend).
+    """
     corruption = get_corruption(name)
-    return TORCH_KERNELS[corruption.name]
+    ref = corruption.torch_ref
+    if ref is None:
+        raise InputError(f"corruption {name!r} has no torch kernel (it is registered for the numpy path only): "
+                         "corrupt it with the numpy backend (--corruption-backend numpy, or numpy arrays), or "
+                         "register it with torch_kernel=.")
+    fn = load_reference(ref) if isinstance(ref, str) else ref
+    return TorchKernel(corruption.name, fn, corruption.torch_rounding)
+
+
+def torch_kernel_names() -> list[str]:
+    """The registered corruptions that have a torch kernel, in registration order."""
+    return [c.name for c in registered() if c.has_torch_kernel]

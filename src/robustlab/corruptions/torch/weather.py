@@ -34,14 +34,12 @@ from .ops import (
     rgb_to_grey,
     to_levels,
 )
-from .registry import register_torch
 
 __all__ = ["canny", "distance_transform", "equalize_hist", "plasma_fractal", "water_mask"]
 
 
 # --------------------------------------------------------------------------- snow
 
-@register_torch("snow")
 def snow(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Falling snow: a thresholded, zoomed noise layer motion-blurred at a random angle per image."""
     mean, std, zoom, threshold, radius, sigma, weight = numpy_weather.SNOW[profile][severity - 1]
@@ -75,7 +73,6 @@ def frost_texture_tensor(index: int, height: int, width: int, profile: str, devi
     return torch.from_numpy(np.array(texture)).permute(2, 0, 1).to(device=device, dtype=torch.float32) / 255
 
 
-@register_torch("frost")
 def frost(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """The image blended with a random crop of a frost photograph (a texture and a crop per image)."""
     image_weight, texture_weight = numpy_weather.FROST[profile][severity - 1]
@@ -133,7 +130,6 @@ def plasma_fractal(generators: list, mapsize: int, decay: float, *, device: torc
     return (corners - low) / (high - low)
 
 
-@register_torch("fog")
 def fog(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """A plasma-fractal haze added, then the contrast rescaled to each image's maximum."""
     strength, decay = numpy_weather.FOG[profile][severity - 1]
@@ -269,7 +265,6 @@ def water_mask(liquid: torch.Tensor, intensity: float) -> torch.Tensor:
     return mask / top * intensity
 
 
-@register_torch("spatter")
 def spatter(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Water drops (severities 1-3) or mud splashes (4-5); one (H, W) normal liquid layer per image."""
     mean, std, sigma, threshold, intensity, mud = numpy_weather.SPATTER[profile][severity - 1]

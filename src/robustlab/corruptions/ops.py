@@ -1,11 +1,12 @@
-"""Numeric building blocks shared by the corruption kernels.
+"""Numeric building blocks of the corruption kernels (public: plugins' kernels and the perturbation
+sequences use them too).
 
 Each function reproduces one helper of the reference implementations (imagecorruptions 1.1.2
 and hendrycks' ``make_*_c.py``) with the *same floating-point operations in the same order*, so
 that a kernel built from them gives bit-identical results, but runs vectorised or compiled
 (numba) instead of in Python pixel loops.
 
-Public helpers (the weather/digital kernels use them too):
+Helpers:
 
 - :func:`severity_param` - look up a per-profile 5-severity table.
 - :func:`unit_float` / :func:`to_uint8` / :func:`unit_to_uint8` - the references' ``x / 255.``
@@ -39,7 +40,7 @@ from ._legacy_random import draw_randint
 __all__ = [
     "clipped_zoom", "disk_kernel", "gaussian_smooth", "glass_shuffle", "motion_blur",
     "motion_blur_kernel", "severity_param", "to_uint8", "unit_float", "unit_to_uint8", "unit_value_to_uint8",
-    "zoom_output_size",
+    "zoom_output_size", "zoom_window",
     "zoom_sum",
 ]
 
@@ -421,24 +422,33 @@ def _bilinear_add(src, out, ylo, yhi, wy0, wy1, xlo, xhi, wx0, wx1, narrow):  # 
                 row[t] += s
 
 
+def zoom_window(n: int, factor: float, centred: bool, full: bool) -> tuple[int, int, int, int, int]:
+    """(crop top, crop length, zoomed length, kept start, kept count) of one axis of length ``n``
+    of a clipped zoom by ``factor`` >= 1: the central ``ceil(n / factor)`` pixels are zoomed to
+    :func:`zoom_output_size` pixels, of which the top-left (imagecorruptions) or the centred
+    (hendrycks, ``centred``) ``n`` are kept (all of them with ``full``). The numpy and the torch
+    backends both take their windows from here (one rounding).
+
+    >>> zoom_window(224, 1.5, centred=True, full=False)
+    (37, 150, 225, 0, 224)
+    """
+    crop = math.ceil(n / float(factor))
+    top = (n - crop) // 2
+    n_out = zoom_output_size(crop, factor)
+    if full:
+        start, count = 0, n_out
+    elif centred:
+        start, count = (n_out - n) // 2, n
+    else:
+        start, count = 0, n
+    if start + count > n_out:
+        raise ValueError(f"zoom factor {factor} gives {n_out} < {n} pixels; factors must be >= 1")
+    return top, crop, n_out, start, count
+
+
 def _zoom_plan(shape: tuple[int, int], factor: float, centred: bool, full: bool):
     """Crop box and output window of one clipped zoom (see :func:`clipped_zoom`)."""
-    h, w = shape
-    plan = []
-    for n in (h, w):
-        crop = int(np.ceil(n / float(factor)))
-        top = (n - crop) // 2
-        n_out = zoom_output_size(crop, factor)
-        if full:
-            start, count = 0, n_out
-        elif centred:
-            start, count = (n_out - n) // 2, n
-        else:
-            start, count = 0, n
-        if start + count > n_out:
-            raise ValueError(f"zoom factor {factor} gives {n_out} < {n} pixels; factors must be >= 1")
-        plan.append((top, crop, n_out, start, count))
-    return plan
+    return [zoom_window(n, factor, centred, full) for n in shape]
 
 
 def _whole_pixels(lo: np.ndarray, w0: np.ndarray, w1: np.ndarray):
