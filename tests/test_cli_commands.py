@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 COMMANDS = ("corrupt", "list", "report", "perturb", "import-mmdet", "export-detection", "evaluate", "runs", "show",
             "demo", "study", "video", "review", "finetune", "stylize", "doctor")
 
@@ -18,8 +20,13 @@ def test_every_command_is_listed_in_help():
     assert not missing, f"commands missing from robustlab --help: {missing}\n{out.stdout}"
 
 
-def test_evaluate_help_lists_the_engine_options():
-    out = subprocess.run([sys.executable, "-m", "robustlab.cli", "evaluate", "--help"], capture_output=True,
+@pytest.mark.parametrize("chosen, options", [
+    ((), ("--executor", "--tag", "--fingerprint", "--wrap")),
+    (("-e", "ray"), ("--ray-address", "--actors", "--stall-timeout")),  # the executor's schema, with -e NAME
+    (("-b", "imagenet-c"), ("--baseline-run", "--clean-data", "--on-the-fly")),  # the benchmark's, with -b NAME
+])
+def test_evaluate_help_lists_the_engine_options(chosen, options):
+    out = subprocess.run([sys.executable, "-m", "robustlab.cli", "evaluate", *chosen, "--help"], capture_output=True,
                          text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
-    for option in ("--executor", "--ray-address", "--tag", "--fingerprint", "--wrap", "--baseline-run"):
+    for option in options:
         assert option in out.stdout, option

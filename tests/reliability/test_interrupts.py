@@ -86,14 +86,14 @@ def test_a_kernel_that_fails_after_a_swallowed_ctrl_c_interrupts_the_run(install
     src = image_folder(tmp_path / "src", per_class=3, size=32)
     calls = []
 
-    def kernel_that_compiles(image, name, severity, **kwargs):
+    def kernel_that_compiles(image, name, severity, **kwargs):  # corrupt_item's signature
         calls.append(name)
         if len(calls) == 3:  # the third item: Ctrl-C while "compiling", then the library's own error
             swallow_a_real_sigint()
             raise RuntimeError("no compiled object yet")
         return image
 
-    monkeypatch.setattr(dataset, "corrupt", kernel_that_compiles)
+    monkeypatch.setattr(dataset, "corrupt_item", kernel_that_compiles)
     settings = dataset.make_settings("gaussian_noise", "1", seed=0)
     with pytest.raises(KeyboardInterrupt):
         dataset.corrupt_dataset(src, tmp_path / "out", settings, workers=1)
