@@ -187,17 +187,30 @@ def test_losing_a_node_with_capacity_left_completes_identically(cluster, data, r
     assert_same_predictions(store, result["run_id"], reference[1])
 
 
-def test_losing_the_capacity_fails_cleanly_within_the_stall_timeout(cluster, data, tmp_path):
-    """With no CPU left for load tasks the run waited forever, silently (fails on the old code)."""
+def test_losing_the_capacity_never_hangs(cluster, data, reference, tmp_path):
+    """With no CPU left for load tasks the run waited forever, silently (fails on the old code).
+
+    Killing the last worker node leaves the head's single CPU. Usually the actor holds it and the
+    loads wait: the run must then fail within the stall timeout, naming what it waits for and
+    keeping its finished units. Under the full slow half's load (both CI runs so far, none of 7
+    runs of this file alone) Ray placed the restarted actor and the loads so that the run went on
+    and completed, 8 and 22 s after the kill: then its
+    predictions must be the reference's and the loss must be in its events. Either way it ends.
+    """
     store = tmp_path / "s"
     job = subprocess.Popen(driver(data, store, "--actors", "1", "--stall-timeout", "20", factory=SLOWER),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(cluster))
     killed = kill_when_units_stored(cluster, cluster.nodes[1], job, store)  # only the head's CPU is left
     out, err = job.communicate(timeout=180)
     ended = time.time()
-    assert job.returncode == 1 and ended - killed < 20 + 30, (ended - killed, out[-3000:], err[-3000:])
+    result = json.loads(out)  # one JSON document on stdout whatever happened
+    kinds = [e["kind"] for e in result["events"]]
+    if job.returncode == 0:  # Ray found a way on: complete and identical, the loss recorded
+        assert result["status"] == "complete" and "node_lost" in kinds, result["events"]
+        assert_same_predictions(store, result["run_id"], reference[1])
+        return
+    assert job.returncode == 1 and ended - killed < 20 + 30, (ended - killed, result["events"], err[-2000:])
     assert "no progress for" in err.splitlines()[-1] and "pending resource demands: {'CPU': 1.0}" in err
-    result = json.loads(out)
     assert result["status"] == "failed" and "--stall-timeout 20" in result["error"]
     stalled = [e for e in result["events"] if e["kind"] == "stalled"]
     assert stalled and stalled[0]["pending_demands"] and stalled[0]["available"]["CPU"] < 1
