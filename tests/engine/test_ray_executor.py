@@ -8,6 +8,7 @@ the same columns.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -199,3 +200,49 @@ def test_a_model_that_cannot_reach_the_actors_suggests_a_factory_spec(world, ray
     with pytest.raises(InputError, match="python:"):
         evaluate(Locked(), "corrupted", world["scenes"], store=tmp_path / "s", executor="ray",
                  corruptions="fog", severities="1", class_map="sorted", progress=False)
+
+
+SCRIPT = '''
+import json, sys
+import numpy as np
+import torch
+from robustlab.engine import evaluate
+from robustlab.store import open_store
+
+
+class ScriptNet(torch.nn.Module):  # defined in __main__: the way a script or a notebook writes a model
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = torch.nn.Linear(3, 10)
+
+    def forward(self, x):
+        return self.linear(x.mean(dim=(2, 3)))
+
+
+if __name__ == "__main__":  # loading workers import this file again (as any multiprocessing script)
+    net = ScriptNet()
+    columns = {}
+    for executor in ("local", "ray"):
+        result = evaluate(net, "corrupted", sys.argv[1], store=sys.argv[2] + "-" + executor, executor=executor,
+                          corruptions="fog", severities="1", class_map="sorted", progress=False)
+        with open_store(sys.argv[2] + "-" + executor) as st:
+            columns[executor] = st.read_predictions(result.run_id)
+    same = all(np.array_equal(columns["local"][u][c], columns["ray"][u][c]) for u in columns["local"]
+               for c in columns["local"][u])
+    print(json.dumps({"units": len(columns["ray"]), "same": same and columns["local"].keys() == columns["ray"].keys()}))
+'''
+
+
+def test_a_model_defined_in_the_user_s_script_runs_on_ray(world, ray_cluster, tmp_path):
+    """A model object whose class lives in the driver's __main__ was refused by every actor ("the
+    model built here is not the model this run is keyed by"): its code identity named the file the
+    process runs as __main__, Ray's worker in an actor (fails on the old code)."""
+    script = tmp_path / "user_script.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run([sys.executable, str(script), str(world["scenes"]), str(tmp_path / "store")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"units": result["units"], "same": True} and result["units"] >= 2

@@ -186,3 +186,38 @@ def test_hashing_does_not_depend_on_the_device_or_the_process(tmp_path):
                                                         os.environ.get("PYTHONPATH", "")])}
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert there.stdout.strip() == here
+
+
+class _Reseeding(nn.Module):
+    """Re-draws its weights when unpickled: what an object model must not do to reach another process."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.linear(x.mean(dim=(2, 3)))
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        nn.init.normal_(self.linear.weight)
+
+
+def test_an_object_model_is_checked_by_its_weights_in_another_process():
+    """A model object travels with its code, so another process checks its weights alone
+    (weights_digest, hashed when the reference is pickled); a spec is checked in full."""
+    from robustlab.engine.executor import ModelRef
+    from robustlab.models.identity import weights_hash
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(12, 2))
+    identity = identify_model(net)
+    ref = ModelRef(net, loaded=identity.model, digest=identity.digest)
+    shipped = pickle.loads(pickle.dumps(ref))
+    assert shipped.weights_digest == weights_hash(identity.model) and len(shipped.weights_digest) == HASH_LENGTH
+    assert weights_hash(shipped.load()) == shipped.weights_digest  # same weights: accepted
+    bad = _Reseeding()
+    identity = identify_model(bad)
+    with pytest.raises(ModelError, match="is not the model this run is keyed by"):
+        pickle.loads(pickle.dumps(ModelRef(bad, loaded=identity.model, digest=identity.digest))).load()
+    assert weights_hash(lambda x: x) is None  # a bare callable has no weights to check

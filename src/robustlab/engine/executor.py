@@ -116,8 +116,13 @@ class ModelRef:
 
     ``loaded``: the model already built in this process to hash it (returned by ``load()``
     here, never pickled: another process builds its own). ``digest``: the run's model hash;
-    a model built elsewhere is checked against it, so every process runs the model the run
-    is keyed by (a factory that builds a different model each call is refused)."""
+    a model built elsewhere from a spec is checked against it, so every process runs the model
+    the run is keyed by (a factory that builds a different model each call is refused).
+    ``weights_digest``: for a model given as an object, the hash of its weights alone
+    (:func:`robustlab.models.identity.weights_hash`, taken when the reference is pickled for
+    another process), which is what that process checks: the object's code travels with it,
+    while the code identity of a class defined in the user's script depends on the file the
+    process runs as ``__main__`` (a Ray worker runs Ray's own)."""
 
     model: Any
     preprocessing: Any = None
@@ -126,9 +131,15 @@ class ModelRef:
     wrap: Any = None
     loaded: Any = field(default=None, compare=False, repr=False)
     digest: str | None = None
+    weights_digest: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "loaded": None}
+        state = {**self.__dict__, "loaded": None}
+        if self.loaded is not None and self.weights_digest is None and not isinstance(self.model, str):
+            from ..models.identity import weights_hash
+
+            state["weights_digest"] = weights_hash(self.loaded)  # hashed only when the model leaves this process
+        return state
 
     def load(self, device: Any = None):
         if self.loaded is not None and (device is None or str(device) == str(self.device)):
@@ -137,14 +148,17 @@ class ModelRef:
 
         model = load_model(self.model, preprocessing=self.preprocessing, num_classes=self.num_classes,
                            device=self.device if device is None else device, wrap=self.wrap)
-        if self.digest is not None:
+        # a spec is rebuilt here: its whole identity must match; an object arrived with its code
+        # (pickled), so its weights are what can differ (see weights_digest)
+        expected = self.digest if isinstance(self.model, str) else self.weights_digest
+        if expected is not None:
             from ..errors import ModelError
-            from ..models.identity import HASH_LENGTH, model_hash
+            from ..models.identity import HASH_LENGTH, model_hash, weights_hash
 
-            built = model_hash(model)[:HASH_LENGTH]
-            if built != self.digest:
+            built = model_hash(model)[:HASH_LENGTH] if isinstance(self.model, str) else weights_hash(model)
+            if built != expected:
                 raise ModelError(f"the model built here ({built}) is not the model this run is keyed by "
-                                 f"({self.digest}): {getattr(model, 'name', self.model)} builds a different model "
+                                 f"({expected}): {getattr(model, 'name', self.model)} builds a different model "
                                  "on each call (random weights? a file that changed?). Seed its initialisation "
                                  "or load fixed weights, then run again.")
         return model

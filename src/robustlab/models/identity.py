@@ -121,6 +121,22 @@ def model_hash(model: nn.Module) -> str:
     return h.hexdigest()
 
 
+def weights_hash(model: Any) -> str | None:
+    """:data:`HASH_LENGTH` hex digits of a built model's weights alone (:func:`hash_state`), or
+    None for a model that is no ``nn.Module``.
+
+    What another process checks when the model reached it as an object rather than a spec: the
+    object's code travels with it (a class of the user's script is pickled by value), but the
+    code identity of :func:`model_hash` names a script by the file ``__main__`` runs, which in a
+    Ray worker is Ray's own; the weights must still be the ones the run is keyed by.
+    """
+    if not isinstance(model, nn.Module):
+        return None
+    h = hashlib.sha256(IDENTITY_FORMAT.encode())
+    hash_state(h, model)
+    return h.hexdigest()[:HASH_LENGTH]
+
+
 def hash_state(h: Any, model: nn.Module) -> None:
     """Feed every tensor of ``model``'s state dict (sorted keys) and its non-persistent buffers
     into the hash ``h``: name, dtype, shape and bytes."""
