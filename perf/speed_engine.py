@@ -25,9 +25,11 @@
 
 Each figure is the best of ``--repeat`` runs (least disturbed by other load); the two sides of
 each comparison run alternately. ``--clock cpu``
-(default) times sections 1 and 2 in CPU seconds (this process and its workers) with one torch
-thread, which measures the work done and is barely disturbed by other programs on a shared
-machine; ``--clock wall`` times them in wall seconds with torch's default threads (use it on a
+(default) times sections 1 and 2 in CPU seconds (this process and its finished children) with
+one torch thread, which measures the work done and is barely disturbed by other programs on a
+shared machine; with ``--workers`` it is not a fair comparison (the bare loop's DataLoader
+workers are this process's children, the engine's are the forkserver's, whose CPU is not
+counted), so compare workers with ``--clock wall``; ``--clock wall`` times them in wall seconds with torch's default threads (use it on a
 quiet machine or with a GPU). Section 3 is always wall time (it measures parallelism). Prints a
 table; ``--json PATH`` also writes the numbers. Exit status 1 when a target is missed.
 
