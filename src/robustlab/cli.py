@@ -703,7 +703,6 @@ def main(argv: list[str] | None = None) -> None:
     traceback.
     """
     from . import interrupts
-    from .fsutil import explain_os_error
 
     interrupts.reset()
     interrupts.install()  # a Ctrl-C that a library swallows still ends the run as interrupted
@@ -716,13 +715,14 @@ def main(argv: list[str] | None = None) -> None:
         _report("interrupted.", exc)
         code = EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - every error becomes one line and its exit code
-        code = _exit_code_for(exc, explain_os_error)
+        code = _exit_code_for(exc)
     sys.exit(code)
 
 
-def _exit_code_for(exc: Exception, explain_os_error) -> int:
+def _exit_code_for(exc: Exception) -> int:
     """Report ``exc`` in one line and return the exit code of its kind (see :func:`main`)."""
     from . import interrupts
+    from .fsutil import explain_os_error
 
     if interrupts.requested():  # the error came from a Ctrl-C that a library turned into something else
         _report("interrupted.", exc)

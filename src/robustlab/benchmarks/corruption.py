@@ -45,7 +45,7 @@ from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_D
                               PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
                               class_map_config, seed_option, shard_size_option)
 from ..engine.schema import Option
-from ..engine.classification import error_rows, setting_counts
+from ..engine.classification import add_setting_counts, error_rows, setting_counts
 
 CLEAN = "clean"
 
@@ -244,9 +244,7 @@ def corruption_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapp
     """
     counts = setting_counts(predictions, setting_of)
     if clean_predictions:
-        clean_counts = setting_counts(clean_predictions, {u: CLEAN for u in clean_predictions})
-        if CLEAN in clean_counts:
-            counts[CLEAN] = clean_counts[CLEAN]
+        add_setting_counts(counts, clean_predictions, CLEAN)
     rows = list(error_rows(counts))
     error = {s: e1 / n for s, (n, e1, _) in counts.items() if n}
     clean_error = error.get(CLEAN)

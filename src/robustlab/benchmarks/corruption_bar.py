@@ -20,7 +20,7 @@ from ..corruptions.registry import resolve_corruptions
 from ..corruptions.released import read_cifar_c
 from ..data.classification import class_folders, resolve_class_map
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
-from ..engine.classification import error_rows, setting_counts
+from ..engine.classification import add_setting_counts, error_rows, setting_counts
 from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
                               SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
                               class_map_config, seed_option, shard_size_option)
@@ -41,9 +41,7 @@ def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[st
     setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
     counts = setting_counts(predictions, setting_of)
     if clean_predictions:
-        clean = setting_counts(clean_predictions, {u: CLEAN for u in clean_predictions})
-        if CLEAN in clean:
-            counts[CLEAN] = clean[CLEAN]
+        add_setting_counts(counts, clean_predictions, CLEAN)
     rows = list(error_rows(counts))
     error = {s: e1 / n for s, (n, e1, _) in counts.items() if n}
     if CLEAN in error:

@@ -31,7 +31,7 @@ from ..data.natural_shifts import (imagenet_a_indices, imagenet_r_indices, objec
                                    subset_wnids)
 from ..data.wordnet import ilsvrc_wnids
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
-from ..engine.classification import error_rows, setting_counts
+from ..engine.classification import add_setting_counts, error_rows, setting_counts
 from ..engine.options import CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, SAVE_LOGITS, TOP_K, check_positive
 from ..engine.schema import Option
 from ..engine.records import Sample, sample_id
@@ -293,7 +293,7 @@ class NaturalShift(Benchmark):
             clean = {u: c for u, c in related["clean_run"].items() if u.startswith(f"{CLEAN}/")}
             if not clean:
                 raise DataError(f"stored run {config['clean_run']} has no clean units; give --clean-data instead.")
-            counts.update({CLEAN: setting_counts(clean, {u: CLEAN for u in clean})[CLEAN]})
+            add_setting_counts(counts, clean, CLEAN)
         rows = list(error_rows(counts)) + accuracy_rows(counts)
         borders = [c["had_border"] for u, c in predictions.items() if setting_of[u] == SHIFTED and "had_border" in c]
         if borders:

@@ -77,6 +77,15 @@ def setting_counts(predictions: Mapping[str, Mapping[str, np.ndarray]],
     return {s: (n, e1, e5) for s, (n, e1, e5) in counts.items()}
 
 
+def add_setting_counts(counts: dict[str, tuple[int, int, int]], predictions: Mapping[str, Mapping[str, np.ndarray]],
+                       setting: str) -> None:
+    """Sum every unit of ``predictions`` (another run's, e.g. the clean run of a corruption
+    benchmark) into ``counts`` as ``setting``, replacing it; nothing when they hold no unit."""
+    extra = setting_counts(predictions, {u: setting for u in predictions})
+    if setting in extra:
+        counts[setting] = extra[setting]
+
+
 def error_rows(counts: Mapping[str, tuple[int, int, int]]) -> Iterable[tuple[str, str, float]]:
     """Metric rows ``error``, ``top5_error`` and ``n_samples`` per setting."""
     for setting, (n, e1, e5) in counts.items():

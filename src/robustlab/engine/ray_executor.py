@@ -192,18 +192,18 @@ class RayExecutor(Executor):
         ray = self.ray
         if ray.is_initialized():
             return False
-        for attempt in range(CLIENT_TRIES):
+        attempt = 1
+        while True:
             try:
                 # "local" starts a new Ray even when a stale /tmp/ray/ray_current_cluster names another
                 ray.init(address=self.address or "local", **init_options(self.where))
                 return True
             except (ConnectionError, RuntimeError, TimeoutError, ValueError) as exc:
-                if attempt + 1 < CLIENT_TRIES and client_start_failed(self.where, exc):
-                    time.sleep(2.0 * (attempt + 1))  # the proxy could not start this client's server: ask again
-                    continue
-                raise InputError(f"cannot start or join Ray ({'at ' + self.address if self.address else 'locally'}): "
-                                 f"{exc}") from None
-        raise AssertionError("unreachable")
+                if attempt >= CLIENT_TRIES or not client_start_failed(self.where, exc):
+                    raise InputError(f"cannot start or join Ray ({'at ' + self.address if self.address else 'locally'})"
+                                     f": {exc}") from None
+            time.sleep(2.0 * attempt)  # the proxy could not start this client's server: ask again
+            attempt += 1
 
     def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
             batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating") -> ExecutionStats:
