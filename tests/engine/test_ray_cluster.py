@@ -126,17 +126,23 @@ def test_a_ray_client_address_works(cluster, data, reference, tmp_path):
 
 
 def test_connection_and_capacity_problems_are_named_within_seconds(cluster, data, tmp_path):
-    """A wrong token took 23 s and said "Failed to connect" (fails on the old code)."""
+    """A wrong token took 23 s and said "Failed to connect" (fails on the old code).
+
+    The address problems are found by the probe, before ray.init: under 1 s here, 3 s with 4 CPU
+    burners on 2 cores. The capacity problem needs ray.init to see the cluster: 6 s here, 12 s
+    under those burners, so it gets more room (the old code waited for ever).
+    """
     cases = [
-        (environment(cluster, RAY_AUTH_TOKEN="not-the-token"), [], "refused this driver's token (from $RAY_AUTH_TOKEN)"),
+        (environment(cluster, RAY_AUTH_TOKEN="not-the-token"), [], "refused this driver's token (from $RAY_AUTH_TOKEN)",
+         15),
         (environment(cluster, RAY_AUTH_TOKEN=None, RAY_AUTH_TOKEN_PATH=str(tmp_path / "none")), [],
-         "uses token authentication and this driver has no token"),
-        (environment(cluster, RAY_ADDRESS=f"ray://{cluster.address}"), [], "is a Ray GCS, not a Ray Client server"),
-        (environment(cluster), ["--actors", "9"], "needs 10 CPU (9 for the inference actor(s)"),
+         "uses token authentication and this driver has no token", 15),
+        (environment(cluster, RAY_ADDRESS=f"ray://{cluster.address}"), [], "is a Ray GCS, not a Ray Client server", 15),
+        (environment(cluster), ["--actors", "9"], "needs 10 CPU (9 for the inference actor(s)", 60),
     ]
-    for env, extra, message in cases:
+    for env, extra, message, limit in cases:
         done, seconds = run(driver(data, tmp_path / "s", *extra), env)
-        assert done.returncode == 1 and seconds < 15, (seconds, done.stderr)
+        assert done.returncode == 1 and seconds < limit, (seconds, done.stderr)
         assert message in done.stderr.splitlines()[-1], done.stderr
         assert document(done)["status"] == "failed"
     assert units_stored(tmp_path / "s") == 0
@@ -178,7 +184,8 @@ def test_losing_a_node_with_capacity_left_completes_identically(cluster, data, r
     # The slower model: with 0.2 s a batch the run could end before the GCS noticed the death.
     job = subprocess.Popen(driver(data, store, "--actors", "2", factory=SLOWER), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, env=environment(cluster))
-    kill_when_units_stored(cluster, cluster.nodes[2], job, store)
+    # At the first stored unit: the run then lasts some 8 s more, twice what the GCS takes to notice.
+    kill_when_units_stored(cluster, cluster.nodes[2], job, store, at=1)
     out, err = job.communicate(timeout=600)
     assert job.returncode == 0, err
     result = json.loads(out)  # the raylet's death notices went to stderr, not into the document

@@ -311,6 +311,7 @@ class RayExecutor(Executor):
                     stats.first_batch_seconds = time.perf_counter() - start
                 ledger.record(batch, columns)
         stats.seconds = time.perf_counter() - start
+        nodes.check(now=True)  # a node that died since the last look (up to NODE_CHECK_EVERY ago) is reported too
         events.emit("actors", f"{plan.actors} inference actor(s) on {len(set(pool.nodes.values()))} node(s) ran "
                     f"{sum(pool.batches)} batch(es): {pool.batches}", echo=False, batches=pool.report())
         stats.events = list(events.events)
@@ -385,8 +386,9 @@ class _NodeWatch:
         self.lost: dict[str, float] = {}
         self.next_check = time.monotonic() + NODE_CHECK_EVERY
 
-    def check(self) -> None:
-        if time.monotonic() < self.next_check:
+    def check(self, now: bool = False) -> None:
+        """Look at the cluster's nodes every NODE_CHECK_EVERY seconds, or at once with ``now``."""
+        if not now and time.monotonic() < self.next_check:
             return
         self.next_check = time.monotonic() + NODE_CHECK_EVERY
         try:
