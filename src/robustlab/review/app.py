@@ -651,30 +651,31 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
                       round2_answers=len(service.db.answers(round=2)) if state.round == 2 else 0,
                       finalizable=task_set.finalizable)
 
-    def confirmed(form: FormData) -> bool:
-        return form.get("confirm") == "yes"
+    def admin_action(action: str):
+        """Register ``POST /admin/{action}``: the work runs for an admin session with a valid CSRF
+        token and ``confirm=yes``; without the confirmation the admin is sent to its confirm page."""
+        def register(work):
+            def checked(request: Request, form: FormData):
+                session = require(session_of(request), next_url="/admin")
+                check_csrf(require(session, "admin"), form, request)
+                if form.get("confirm") != "yes":
+                    return redirect(f"/admin/confirm/{action}")
+                return work(request, form, session)
 
-    @app.post("/admin/round2")
-    async def admin_round2(request: Request):
-        return await run_in_threadpool(admin_round2_work, request, await read_form(request))
+            async def route(request: Request):
+                return await run_in_threadpool(checked, request, await read_form(request))
 
-    def admin_round2_work(request: Request, form: FormData):
-        session = require(session_of(request), next_url="/admin")
-        check_csrf(require(session, "admin"), form, request)
-        if not confirmed(form):
-            return redirect("/admin/confirm/round2")
+            app.post(f"/admin/{action}", name=f"admin_{action}")(route)
+            return work
+        return register
+
+    @admin_action("round2")
+    def admin_round2_work(request: Request, form: FormData, session: Session):
         opened, n = service.open_round2()
         return redirect(f"/admin?done={'round2' if opened else 'round2-already'}&n={n}")
 
-    @app.post("/admin/round1")
-    async def admin_round1(request: Request):
-        return await run_in_threadpool(admin_round1_work, request, await read_form(request))
-
-    def admin_round1_work(request: Request, form: FormData):
-        session = require(session_of(request), next_url="/admin")
-        check_csrf(require(session, "admin"), form, request)
-        if not confirmed(form):
-            return redirect("/admin/confirm/round1")
+    @admin_action("round1")
+    def admin_round1_work(request: Request, form: FormData, session: Session):
         try:
             reopened = service.reopen_round1()
         except RoundChangeRefused as exc:
@@ -691,15 +692,8 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
         return Response(body, media_type="application/x-ndjson",
                         headers={"Content-Disposition": 'attachment; filename="reviews.jsonl"'})
 
-    @app.post("/admin/finalize")
-    async def admin_finalize(request: Request):
-        return await run_in_threadpool(admin_finalize_work, request, await read_form(request))
-
-    def admin_finalize_work(request: Request, form: FormData):
-        session = require(session_of(request), next_url="/admin")
-        check_csrf(require(session, "admin"), form, request)
-        if not confirmed(form):
-            return redirect("/admin/confirm/finalize")
+    @admin_action("finalize")
+    def admin_finalize_work(request: Request, form: FormData, session: Session):
         try:
             service.finalize(require_anchor_review=form.get("require_anchor_review") == "on",
                              accept_incomplete=form.get("accept_incomplete") == "on", by=session.user.name)
