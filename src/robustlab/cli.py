@@ -72,8 +72,10 @@ def _root(
 
 @app.command("corrupt")
 def corrupt_command(
-    src: Path = typer.Argument(..., help="Image folder (flat or class subfolders) or COCO dataset root."),
-    dst: Path = typer.Argument(..., help="Output root: DST/<corruption>/<severity>/<relative path>."),
+    src: Path = typer.Argument(..., help="Image folder (flat or class subfolders) or COCO dataset root; with --set "
+                               "cifar10-c or cifar10-c-bar, the CIFAR-10 root (holding cifar-10-batches-py/)."),
+    dst: Path = typer.Argument(..., help="Output root: DST/<corruption>/<severity>/<relative path> (--set "
+                               "cifar10-c, cifar10-c-bar: DST/<corruption>.npy and DST/labels.npy)."),
     corruptions: Optional[str] = typer.Option(None, "--corruptions", "-c",
                                               help="Names or subsets, comma-separated (benchmark, all, holdout, "
                                                    "noise, blur, weather, digital, fog, c-bar, ...; default "
@@ -92,16 +94,26 @@ def corrupt_command(
                                              "than this many pixels (default 178956970, Pillow's bomb limit)."),
     release: Optional[str] = typer.Option(None, "--set", help="Write a released set's layout: imagenet-c-bar "
                                           "(resize 256, crop 224, its 10 corruptions and severity table, folders "
-                                          "named by the severity parameter, e.g. caustic_refraction/2.35/)."),
+                                          "named by the severity parameter, e.g. caustic_refraction/2.35/); "
+                                          "cifar10-c-bar or cifar10-c (from the CIFAR-10 test set: one uint8 "
+                                          "array of 5 x 10,000 images per corruption, severity-major, and "
+                                          "labels.npy)."),
 ) -> None:
     """Write corrupted copies of a dataset in the ImageNet-C layout (resumable; rerun to continue)."""
     from .corruptions import dataset
 
     settings = dataset.make_settings(corruptions, severities, seed=seed, profile=profile, format=fmt, quality=quality,
                                      release=release)
-    run = dataset.corrupt_dataset_with_progress if progress else dataset.corrupt_dataset
     try:
-        summary = run(src, dst, settings, workers=workers, coco_annotations=coco_annotations, max_pixels=max_pixels)
+        if settings.release in dataset.ARRAY_LAYOUTS:
+            from .corruptions import cifar_writer
+
+            run = cifar_writer.corrupt_cifar_with_progress if progress else cifar_writer.corrupt_cifar
+            summary = run(src, dst, settings, workers=workers)
+        else:
+            run = dataset.corrupt_dataset_with_progress if progress else dataset.corrupt_dataset
+            summary = run(src, dst, settings, workers=workers, coco_annotations=coco_annotations,
+                          max_pixels=max_pixels)
     except KeyboardInterrupt:
         typer.echo("interrupted: finished outputs are kept; run the same command again to continue.", err=True)
         raise typer.Exit(130) from None

@@ -31,7 +31,9 @@ def _umask() -> int:
 FILE_MODE = 0o666 & ~_umask()
 
 
-def _tmp_path(path: Path) -> Path:
+def temporary_path(path: Path) -> Path:
+    """A new empty file beside ``path`` (hidden, ending in TMP_SUFFIX) to write it under before
+    renaming it to ``path``; a listing of finished outputs skips it, a later run removes it."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     os.fchmod(fd, FILE_MODE)
     os.close(fd)
@@ -58,7 +60,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     final = Path(path)
     ensure_dir(final.parent)
-    tmp = _tmp_path(final)
+    tmp = temporary_path(final)
     try:
         yield tmp
         os.replace(tmp, final)

@@ -23,7 +23,7 @@ import numpy as np
 from .errors import DataError
 from .fsutil import explain_os_error
 
-__all__ = ["load_checkpoint", "load_npy"]
+__all__ = ["load_checkpoint", "load_cifar_batch", "load_npy"]
 
 
 def load_checkpoint(path: str | os.PathLike, *, what: str = "checkpoint", map_location: Any = "cpu",
@@ -149,3 +149,69 @@ def _is_npy(path: Path) -> bool:
             return fh.read(6) == b"\x93NUMPY"
     except OSError:
         return False
+
+
+#: The only globals a CIFAR batch file may name: numpy's array reconstruction (numpy 1 and 2
+#: spellings), and ``_codecs.encode``, which a protocol-2 pickle written by Python 3 uses for bytes.
+_CIFAR_GLOBALS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                  ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that builds plain containers and numpy arrays, and refuses every other class
+    or function a pickle names (which is how a pickle runs code)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _CIFAR_GLOBALS:
+            with warnings.catch_warnings():  # numpy 2 warns about the numpy.core spelling of old files
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"the pickle names {module}.{name}")
+
+
+def load_cifar_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Read a batch file of CIFAR-10's python version (``cifar-10-batches-py/test_batch``) without
+    running code: the pickle may hold plain containers and numpy arrays only.
+
+    Returns
+    -------
+    (images, labels)
+        uint8 (N, 32, 32, 3) and int64 (N,), in the file's order.
+
+    Raises
+    ------
+    DataError
+        Naming the file: missing or unreadable, not a pickle, a pickle naming anything beyond
+        numpy arrays (refused, never run), or lacking ``data``/``labels`` of matching sizes.
+    """
+    p = Path(path)
+    what = "CIFAR-10 batch file"
+    try:
+        with open(p, "rb") as fh:
+            batch = _ArraysOnly(fh, encoding="bytes").load()
+    except FileNotFoundError:
+        raise DataError(f"{what} {p} does not exist; give the CIFAR-10 root (holding cifar-10-batches-py/, as "
+                        "torchvision downloads it) or that folder itself.") from None
+    except OSError as exc:
+        raise DataError(explain_os_error(exc, p, f"read the {what}")) from None
+    except pickle.UnpicklingError as exc:
+        if "names" in str(exc):
+            raise DataError(f"{what} {p} holds objects beyond numpy arrays and plain containers ({exc}: a pickle "
+                            "that could run code when loaded), so robustlab refuses to load it; download the "
+                            "official CIFAR-10 python version again.") from None
+        raise DataError(f"{what} {p} is not a CIFAR-10 batch (not a complete pickle: {exc}); download the official "
+                        "CIFAR-10 python version again.") from None
+    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise DataError(f"{what} {p} is truncated or damaged ({type(exc).__name__}: {exc}); download the official "
+                        "CIFAR-10 python version again.") from None
+    if not isinstance(batch, dict):
+        raise DataError(f"{what} {p} holds a {type(batch).__name__}, not the dict of a CIFAR-10 batch.")
+    data, labels = batch.get(b"data", batch.get("data")), batch.get(b"labels", batch.get("labels"))
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+        raise DataError(f"{what} {p} has no uint8 (N, 3072) 'data' array (CIFAR-10's rows of 32x32 RGB planes).")
+    labels = np.asarray(labels if labels is not None else [], dtype=np.int64).reshape(-1)
+    if len(labels) != len(data):
+        raise DataError(f"{what} {p} has {len(data)} images but {len(labels)} labels.")
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        raise DataError(f"{what} {p} has labels outside 0..9: it is not a CIFAR-10 batch.")
+    return np.ascontiguousarray(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)), labels

@@ -29,6 +29,7 @@ Guarantees:
 ``release="imagenet-c-bar"`` writes ImageNet-C-bar as ``make_imagenet_c_bar.py`` does: each image
 resized (shorter side 256, bilinear) and centre-cropped to 224 first, the ImageNet-C-bar
 corruptions and severity table, severity folders named by the severity parameter (``{:.2f}``).
+``cifar10-c`` and ``cifar10-c-bar`` are arrays, not folders: :mod:`robustlab.corruptions.cifar_writer`.
 
 Encoding: JPEG (``quality`` 85 by default, as the released ImageNet-C) or lossless PNG. An
 output keeps its source's file name unless the extension contradicts the encoding
@@ -65,7 +66,11 @@ FORMAT_EXTENSIONS = {"jpeg": (".jpg", ".jpeg"), "png": (".png",)}
 #: Settings that must match to resume into an existing DST (they change the pixels).
 RESUME_KEYS = ("seed", "profile", "format", "quality")
 #: Released layouts ``release`` can name: their corruption set and the profile of their table.
-RELEASES = {"imagenet-c-bar": ("imagenet-c-bar", "imagenet-c")}
+#: The CIFAR ones are arrays, written by :mod:`robustlab.corruptions.cifar_writer`.
+RELEASES = {"imagenet-c-bar": ("imagenet-c-bar", "imagenet-c"), "cifar10-c": ("all", "cifar"),
+            "cifar10-c-bar": ("cifar10-c-bar", "cifar")}
+#: The released layouts of arrays (``DST/<corruption>.npy``), not image folders.
+ARRAY_LAYOUTS = ("cifar10-c", "cifar10-c-bar")
 #: How many tasks per worker are kept queued (bounds memory on huge datasets).
 QUEUE_PER_WORKER = 4
 
@@ -126,7 +131,9 @@ def make_settings(corruptions: str | Iterable[str] | None = "benchmark", severit
         profile = set_profile
     elif corruptions is None:
         corruptions = "benchmark"
-    fmt = check_format(format)
+    if release in ARRAY_LAYOUTS:  # raw uint8 arrays: no image encoding
+        format, quality = "npy", None
+    fmt = format if release in ARRAY_LAYOUTS else check_format(format)
     if fmt == "jpeg" and not (isinstance(quality, int) and 1 <= quality <= 100):
         raise InputError(f"JPEG quality {quality!r} is out of range: use 1..100 (ImageNet-C used 85).")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
@@ -149,7 +156,7 @@ def severity_dir(corruption: str, severity: int, release: str | None = None) -> 
 def release_geometry(release: str | None):
     """The picklable uint8 HxWx3 -> uint8 resize-and-crop a released layout applies before
     corrupting (ImageNet-C-bar: shorter side 256, bilinear, centre crop 224), or None."""
-    if release is None:
+    if release is None or release in ARRAY_LAYOUTS:
         return None
     from ..models.preprocessing import Preprocessing
 
@@ -406,6 +413,9 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     CorruptSummary
         Also written to ``dst/robustlab-corrupt.json``. Bad sources are listed in ``failures``.
     """
+    if settings.release in ARRAY_LAYOUTS:
+        raise InputError(f"--set {settings.release} is written as arrays: use "
+                         "robustlab.corruptions.cifar_writer.corrupt_cifar (the CLI does).")
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
