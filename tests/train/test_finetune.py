@@ -11,7 +11,7 @@ import torch
 from robustlab.errors import DataError, InputError, ModelError
 from robustlab.models import load_model
 from robustlab.train import finetune, read_manifest, training_summary
-from robustlab.train.finetuning import CHECKPOINT_NAME
+from robustlab.train.finetuning import CHECKPOINT_NAME, base_identity
 
 from .conftest import TINY, make_folder
 
@@ -112,6 +112,32 @@ def test_other_settings_refuse_to_resume_or_overwrite(colour_folder, tmp_path):
     with pytest.raises(InputError, match="already holds a fine-tuned model made with other settings"):
         finetune(SPEC, colour_folder, out=tmp_path / "done", epochs=2, **FAST)
     assert load_model(done, device="cpu").num_classes == 3
+
+
+def test_an_edited_base_model_is_trained_again_not_returned_stale(colour_folder, tmp_path):
+    """The run was found by the base model's spec: an edited factory file returned the model
+    fine-tuned from its old content (fails on the old code)."""
+    factory = tmp_path / "base.py"
+    factory.write_text(TINY.read_text())
+    spec = f"python:{factory}:make_tiny3"
+    first = finetune(spec, colour_folder, out=tmp_path / "run", epochs=1, **FAST)
+    assert finetune(spec, colour_folder, out=tmp_path / "run", epochs=1, **FAST) == first  # unchanged: found
+    factory.write_text(TINY.read_text().replace("torch.manual_seed(0)", "torch.manual_seed(1)"))
+    with pytest.raises(InputError, match="already holds a fine-tuned model made with other settings .base: "):
+        finetune(spec, colour_folder, out=tmp_path / "run", epochs=1, **FAST)
+    second = finetune(spec, colour_folder, out=tmp_path / "edited", epochs=1, **FAST)
+    assert second != first
+    assert not torch.equal(weights_of(first)["fc.weight"], weights_of(second)["fc.weight"])
+
+
+def test_a_folder_made_before_the_base_content_was_recorded_says_so(colour_folder, tmp_path):
+    finetune(SPEC, colour_folder, out=tmp_path / "run", epochs=1, **FAST)
+    manifest_path = tmp_path / "run" / "finetuned.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["settings"]["base"]
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match="base: not recorded .an earlier robustlab kept only the base model's spec"):
+        finetune(SPEC, colour_folder, out=tmp_path / "run", epochs=1, **FAST)
 
 
 def test_class_subset_keeps_mapped_classes_and_resizes_the_head(tmp_path):
@@ -243,7 +269,8 @@ def test_a_loaded_model_starts_from_its_own_weights_and_keeps_its_head(colour_fo
     start = {k: v.clone() for k, v in model.net.state_dict().items()}
     spec = finetune(model, colour_folder, out=tmp_path / "run", epochs=1, **{**FAST, "lr": 1e-6})
     manifest = read_manifest(tmp_path / "run")
-    assert manifest["head"] is None and manifest["settings"]["start"]  # same 3 outputs: the head is kept
+    assert manifest["head"] is None  # same 3 outputs: the head is kept
+    assert manifest["settings"]["base"] == base_identity(model, model.source["spec"]).digest  # its own weights
     torch.testing.assert_close(load_model(spec).net.fc.bias, start["fc.bias"], atol=1e-3, rtol=0)
     assert torch.equal(model.net.fc.bias, start["fc.bias"])  # the caller's object is not trained
     assert load_model(spec).preprocessing.crop == (32, 32)

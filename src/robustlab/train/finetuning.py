@@ -62,7 +62,8 @@ from ..errors import DataError, InputError, ModelError, unknown_name
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..models import load_model, select_device
 from ..models.protocol import Classifier
-from ..models.registry import canonical_spec, object_name
+from ..models.identity import HASH_LENGTH, ModelIdentity, identify_model, model_hash
+from ..models.registry import canonical_spec
 from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
 from ..safeload import load_checkpoint as safe_load
@@ -130,7 +131,17 @@ def make_augmenter(augment: object, severities: str | Sequence[int], seed: int) 
 
 
 def settings_diff(old: dict, new: dict) -> list[str]:
-    return [f"{k}: {old.get(k)!r} (asked: {new.get(k)!r})" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    """What differs between stored settings and the asked ones, a line each."""
+    diff = []
+    for k in sorted(set(old) | set(new)):
+        if old.get(k) == new.get(k):
+            continue
+        if k == "base" and k not in old:  # a run made before the base model's content was recorded
+            diff.append("base: not recorded (an earlier robustlab kept only the base model's spec, so a changed "
+                        "base model cannot be told from the same one)")
+        else:
+            diff.append(f"{k}: {old.get(k)!r} (asked: {new.get(k)!r})")
+    return diff
 
 
 def _lr_factor(schedule: str, total_steps: int) -> Callable[[int], float]:
@@ -305,6 +316,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
         classes = cfg.classes
         subset = resolve_class_subset(classes) if classes is not None and not isinstance(classes, ClassSubset) else classes
         spec = base_spec(model)
+        base = base_identity(model, spec)
         training_set = read_training_set(data, classes=subset, class_map=cfg.class_map)
         augmenter, augment_info = make_augmenter(cfg.augment, cfg.severities, cfg.seed)
         dev = select_device(device)
@@ -314,12 +326,12 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
         init_path = Path(cfg.init).expanduser().resolve() if cfg.init is not None else None
         if init_path is not None and not init_path.is_file():
             raise DataError(f"--init weights {init_path} do not exist.")
-        settings = run_settings(cfg, model, spec, training_set, subset, augment_info, wrap, init_path)
+        settings = run_settings(cfg, base.digest, spec, training_set, subset, augment_info, wrap, init_path)
         done, checkpoint = stored_state(out, settings)
         if done is not None:
             say(f"{out} already holds this fine-tuned model")
             return done
-        classifier = starting_classifier(model, spec, init_path)
+        classifier = starting_classifier(model, spec, init_path, built=base.model)
         head = resize_head_for(classifier, training_set, subset is not None, cfg.seed)
         trained = wrap_classifier(classifier, wrap) if wrap else classifier
         trained.to(dev)
@@ -340,7 +352,17 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
         return spec_out
 
 
-def run_settings(cfg: FinetuneConfig, model: object, spec: str, training_set: TrainingSet,
+def base_identity(model: object, spec: str) -> ModelIdentity:
+    """The content of the model training starts from: its code and weights
+    (:mod:`robustlab.models.identity`, as a run of the engine is keyed), so that an edited factory
+    file or new weights behind the same spec make another fine-tuned model. A spec is built here,
+    on the CPU, and the built model is returned with the digest to train from."""
+    if isinstance(model, Classifier):  # a loaded model may carry other weights than its spec's
+        return ModelIdentity(model_hash(model)[:HASH_LENGTH])
+    return identify_model(spec, device="cpu")
+
+
+def run_settings(cfg: FinetuneConfig, base: str, spec: str, training_set: TrainingSet,
                  subset: ClassSubset | None, augment_info: dict | None, wrap: str | None,
                  init_path: Path | None) -> dict[str, Any]:
     """The run's identity: everything that decides the model (JSON form, so comparisons are exact)."""
@@ -351,8 +373,7 @@ def run_settings(cfg: FinetuneConfig, model: object, spec: str, training_set: Tr
         "momentum": float(cfg.momentum), "weight_decay": float(cfg.weight_decay), "schedule": cfg.schedule,
         "train": cfg.train, "crop": cfg.crop, "wrap": wrap, "seed": int(cfg.seed),
         "init": file_sha256(init_path) if init_path is not None else None,
-        # a loaded model may carry other weights than its spec's: they are part of the run's identity
-        "start": object_name(model.net).rpartition("@")[2] if isinstance(model, Classifier) else None,
+        "base": base,  # the content (code and weights) of the model training starts from: base_identity
     }
     return json.loads(json.dumps(settings))
 
@@ -376,10 +397,14 @@ def stored_state(out: Path, settings: dict[str, Any]) -> tuple[str | None, dict 
     return None, checkpoint
 
 
-def starting_classifier(model: object, spec: str, init_path: Path | None) -> Classifier:
-    """The classifier training starts from (a copy of a loaded one, or built from ``spec``), with
-    the ``init`` weights; ModelError for a model that cannot be trained."""
-    classifier = copy.deepcopy(model).cpu() if isinstance(model, Classifier) else load_model(spec, device="cpu")
+def starting_classifier(model: object, spec: str, init_path: Path | None, built: Any = None) -> Classifier:
+    """The classifier training starts from (a copy of a loaded one, the one ``built`` from ``spec``
+    by :func:`base_identity`, or built from ``spec`` here), with the ``init`` weights; ModelError
+    for a model that cannot be trained."""
+    if isinstance(model, Classifier):
+        classifier = copy.deepcopy(model).cpu()
+    else:
+        classifier = built if built is not None else load_model(spec, device="cpu")
     if not isinstance(classifier, Classifier) or isinstance(classifier, WrappedClassifier):
         raise ModelError(f"{spec} is not a plain classifier; finetune trains classifiers (pass wrap= for CLAHE).")
     if not classifier.differentiable:
