@@ -46,12 +46,12 @@ import numpy as np
 from .. import interrupts
 from ..data.builds import (TaskResult, check_destination, check_resume, output_lock, record_sources, running,
                            source_changes, source_stamps, write_summary)
-from ..data.jobs import run_jobs
+from ..data.jobs import run_jobs, worker_count
 from ..errors import DataError, InputError
 from ..fsutil import TMP_SUFFIX, atomic_write_bytes, ensure_dir, explain_os_error, temporary_path
 from ..safeload import load_cifar_batch
 from .api import corrupt_item
-from .dataset import ARRAY_LAYOUTS, RESUME_KEYS, SUMMARY_NAME, CorruptSettings, CorruptSummary, default_workers
+from .dataset import ARRAY_LAYOUTS, RESUME_KEYS, SUMMARY_NAME, CorruptSettings, CorruptSummary
 
 __all__ = ["corrupt_cifar", "corrupt_cifar_with_progress", "find_test_batch"]
 
@@ -187,9 +187,7 @@ def corrupt_cifar(src: str | os.PathLike, dst: str | os.PathLike, settings: Corr
     if tuple(settings.severities) != (1, 2, 3, 4, 5):
         raise InputError(f"--set {settings.release} holds all five severities in each array (severity-major); "
                          "leave out --severities.")
-    workers = default_workers() if workers is None else int(workers)
-    if workers < 1:
-        raise InputError(f"workers must be at least 1; got {workers}.")
+    workers = worker_count(workers)
     batch = find_test_batch(src)
     check_destination(dst, CorruptSummary.tool, SUMMARY_NAME, source=batch.parent)
     images, labels = load_cifar_batch(batch)

@@ -51,7 +51,7 @@ from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destin
                            record_sources, run_with_progress, running, source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
-from ..data.jobs import run_jobs
+from ..data.jobs import run_jobs, worker_count
 from .. import interrupts
 from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, ensure_dir
@@ -292,13 +292,6 @@ def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: Cor
                 yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings, max_pixels)
 
 
-def default_workers() -> int:
-    """The cores this process may use (its CPU affinity where the OS tells it, else ``os.cpu_count()``)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1  # pragma: no cover - macOS, Windows
-
-
 def run_tasks(tasks: Iterable[Task], workers: int) -> Iterator[TaskResult]:
     """Run ``tasks`` on ``workers`` processes (in this process when 1); yield results as they finish.
 
@@ -396,7 +389,7 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     settings : CorruptSettings
         From :func:`make_settings`.
     workers : int, optional
-        Processes; default :func:`default_workers` (all cores). The output does not depend on it.
+        Processes; default every core (:func:`robustlab.data.jobs.default_workers`). The output does not depend on it.
     coco_annotations : list of paths, optional
         COCO annotation files; default ``<src>/annotations/instances_*.json`` when present.
     progress : callable, optional
@@ -416,9 +409,7 @@ def corrupt_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Co
     if settings.release in ARRAY_LAYOUTS:
         raise InputError(f"--set {settings.release} is written as arrays: use "
                          "robustlab.corruptions.cifar_writer.corrupt_cifar (the CLI does).")
-    workers = default_workers() if workers is None else int(workers)
-    if workers < 1:
-        raise InputError(f"workers must be at least 1; got {workers}.")
+    workers = worker_count(workers)
     max_pixels = check_max_pixels(max_pixels)
     check_destination(dst, CorruptSummary.tool, SUMMARY_NAME, source=src)
     dataset = discover_dataset(src, coco_annotations, exclude=[dst])

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
+from ..errors import InputError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -29,6 +31,15 @@ def default_workers() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1  # pragma: no cover - macOS, Windows
+
+
+def worker_count(workers: int | None) -> int:
+    """The processes a dataset builder runs: ``workers``, or every core (:func:`default_workers`)
+    when None; InputError below 1."""
+    count = default_workers() if workers is None else int(workers)
+    if count < 1:
+        raise InputError(f"workers must be at least 1; got {workers}.")
+    return count
 
 
 #: How often the portable parent watch looks for the parent (seconds).

@@ -39,7 +39,7 @@ from ..data.builds import (BuildSummary, TaskResult, check_destination, check_re
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
-from ..data.jobs import default_workers, run_jobs
+from ..data.jobs import run_jobs, worker_count
 from .. import interrupts
 from ..errors import DataError, InputError, RobustlabError, unknown_name
 from ..fsutil import ensure_dir
@@ -266,9 +266,7 @@ def perturb_dataset(src: str | os.PathLike, dst: str | os.PathLike, settings: Pe
     PerturbSummary
         Also written to ``dst/robustlab-perturb.json``.
     """
-    workers = default_workers() if workers is None else int(workers)
-    if workers < 1:
-        raise InputError(f"workers must be at least 1; got {workers}.")
+    workers = worker_count(workers)
     max_pixels = check_max_pixels(max_pixels)
     check_destination(dst, PerturbSummary.tool, SUMMARY_NAME, source=src)
     dataset = discover_dataset(src, autodetect_coco=False, exclude=[dst])

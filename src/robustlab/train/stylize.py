@@ -52,7 +52,7 @@ from ..data.builds import (BuildSummary, SourceFailure, TaskResult, check_destin
 from ..data.folders import (CocoAnnotations, discover_dataset, find_images, is_robustlab_output, real_paths,
                             skipped_subfolders)
 from ..data.images import check_image, encode_image, read_image
-from ..data.jobs import default_workers, run_jobs
+from ..data.jobs import run_jobs, worker_count
 from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, atomic_write_text, ensure_dir
 from ..seeding import derive_seed
@@ -410,9 +410,7 @@ def stylize_dataset(src: str | os.PathLike, styles: str | os.PathLike, dst: str 
                              content_size=content_size, quality=quality)
     style_folder, style_files = find_styles(styles)
     dev = select_device(device)
-    workers = 1 if dev.type == "cuda" else (default_workers() if workers is None else int(workers))
-    if workers < 1:
-        raise InputError(f"workers must be at least 1; got {workers}.")
+    workers = 1 if dev.type == "cuda" else worker_count(workers)
     _model(weights, str(dev))  # fail early when the weights do not fit the networks
     dst = ensure_dir(dst)
     with output_lock(dst, StylizeSummary.tool):
