@@ -107,7 +107,11 @@ def corrupt_command(
     try:
         if settings.release in dataset.ARRAY_LAYOUTS:
             from .corruptions import cifar_writer
+            from .errors import InputError
 
+            if coco_annotations or max_pixels is not None:
+                raise InputError(f"--set {settings.release} reads the CIFAR-10 test set: leave out "
+                                 f"{'--coco-annotations' if coco_annotations else '--max-pixels'} (image folders only).")
             run = cifar_writer.corrupt_cifar_with_progress if progress else cifar_writer.corrupt_cifar
             summary = run(src, dst, settings, workers=workers)
         else:

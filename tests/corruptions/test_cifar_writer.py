@@ -135,6 +135,8 @@ def test_bad_choices_are_refused_with_the_fix(tmp_path):
         cifar_writer.corrupt_cifar(tmp_path / "cifar", tmp_path / "o", settings(severities="1-3"))
     with pytest.raises(InputError, match="writes only its own corruptions"):
         settings("ripple,caustic_refraction")
+    with pytest.raises(InputError, match="leave out --format and --quality"):
+        settings(format="png")
     with pytest.raises(InputError, match="is written as arrays"):
         corrupt_dataset(tmp_path / "cifar", tmp_path / "o", settings())
     with pytest.raises(DataError, match="holds no CIFAR-10 test_batch"):
@@ -188,3 +190,8 @@ def test_the_command_line_writes_the_set(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"{N} images x 1 corruptions x 5 severities = {5 * N} outputs" in done.stdout
     assert cifar_writer.array_complete(tmp_path / "out" / "sparkles.npy", 5 * N)
+    refused = subprocess.run([sys.executable, "-m", "robustlab.cli", "corrupt", str(tmp_path / "cifar"),
+                              str(tmp_path / "other"), "--set", "cifar10-c-bar", "--max-pixels", "100"],
+                             capture_output=True, text=True, env=env)
+    assert refused.returncode == 1 and "leave out --max-pixels (image folders only)" in refused.stderr, refused.stderr
+    assert not (tmp_path / "other").exists()

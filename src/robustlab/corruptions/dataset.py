@@ -132,6 +132,9 @@ def make_settings(corruptions: str | Iterable[str] | None = "benchmark", severit
     elif corruptions is None:
         corruptions = "benchmark"
     if release in ARRAY_LAYOUTS:  # raw uint8 arrays: no image encoding
+        if format != "jpeg" or quality != 85:
+            raise InputError(f"--set {release} writes the kernels' uint8 output as .npy arrays, with no image "
+                             "encoding: leave out --format and --quality.")
         format, quality = "npy", None
     fmt = format if release in ARRAY_LAYOUTS else check_format(format)
     if fmt == "jpeg" and not (isinstance(quality, int) and 1 <= quality <= 100):
