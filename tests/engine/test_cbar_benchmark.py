@@ -163,3 +163,35 @@ def test_show_prints_effective_robustness_against_the_stored_runs(released, val_
     assert "no trend: a trend needs at least 3 runs (models) with both accuracies; got 2" in out.output
     pair = runs[0].summary["accuracy_pair"]
     assert pair["original"] == pytest.approx(1 - runs[0].summary["clean_error"]) and pair["original_n"] == 6
+
+
+def test_clean_data_next_to_cifar_arrays_is_the_cifar10_test_set(tmp_path):
+    """--clean-data next to CIFAR-10-C(-bar) arrays was recorded in the run and then ignored: no
+    clean units, and the note asked for the --clean-data just given (fails on the old code)."""
+    import pickle
+
+    from robustlab.corruptions.cifar_writer import corrupt_cifar
+
+    rng = np.random.default_rng(1)
+    n = 9
+    labels = rng.integers(0, 3, n)
+    images = rng.integers(0, 120, (n, 32, 32, 3), dtype=np.uint8)
+    images[np.arange(n), :, :, labels] = 250  # the class is the dominant channel: ChannelModel is right on clean
+    images[0, :, :, :] = 0  # ... except on an all-black image (a tie: class 0)
+    labels[0] = 2
+    folder = tmp_path / "cifar" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    batch = {b"data": images.transpose(0, 3, 1, 2).reshape(n, 3072), b"labels": [int(v) for v in labels]}
+    (folder / "test_batch").write_bytes(pickle.dumps(batch, protocol=2))
+    for release, corruptions, benchmark in (("cifar10-c-bar", "ripple,lines", "imagenet-c-bar"),
+                                            ("cifar10-c", "fog,contrast", "imagenet-c")):
+        out = tmp_path / release
+        corrupt_cifar(tmp_path / "cifar", out, make_settings(corruptions, release=release), workers=1)
+        result = evaluate(ChannelModel(10), benchmark, out, store=tmp_path / "store", workers=0, device="cpu",
+                          progress=False, clean_data=str(tmp_path / "cifar"), shard_size=4)
+        assert result.metric("clean_error") == pytest.approx(1 / n), benchmark
+        assert not any("no clean error" in note for note in result.notes), result.notes
+        with pytest.raises(DataError, match="--clean-data next to CIFAR-10-C.-bar. arrays is the clean CIFAR-10 test "
+                                            "set: .* holds no CIFAR-10 test_batch"):
+            evaluate(ChannelModel(10), benchmark, out, store=tmp_path / "store", workers=0, device="cpu",
+                     progress=False, clean_data=str(tmp_path))

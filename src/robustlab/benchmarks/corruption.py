@@ -20,6 +20,7 @@ from ..corruptions.checks import parse_severities
 from ..corruptions.api import MIN_SIZE
 from ..corruptions.released import imagenet_c_folder, imagenet_c_settings, read_cifar_c
 from ..corruptions.views import corrupt_on_the_fly
+from ..data.cifar import find_test_batch, read_cifar_test
 from ..data.images import is_image_file, read_image
 from ..data.classification import (
     PreparedSamples,
@@ -116,9 +117,12 @@ def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
     array slice, a class block of a released folder, or a block of clean images corrupted on the
     fly (by the ``corruption_backend`` of ``config``, numpy when it has none)."""
     if config["layout"] == "cifar":
-        c, s = unit.setting.split("/")
-        return read_cifar_c(config["data"], c, int(s), limit=config["limit"]).subset(
-            unit.params["start"], unit.params["stop"])
+        if unit.setting == CLEAN:  # the CIFAR-10 test set given as --clean-data
+            samples = read_cifar_test(config["clean_data"], limit=config["limit"])
+        else:
+            c, s = unit.setting.split("/")
+            samples = read_cifar_c(config["data"], c, int(s), limit=config["limit"])
+        return samples.subset(unit.params["start"], unit.params["stop"])
     images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
                                limit=config["limit"])
     if config["layout"] != "on-the-fly":
@@ -130,6 +134,30 @@ def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
     if config.get("corruption_backend", "numpy") == "torch":
         return DeviceCorruptedSamples(images, c, int(s))
     return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
+
+
+def cifar_clean_data(clean_data: str | None) -> str | None:
+    """``--clean-data`` next to CIFAR-C arrays: the CIFAR-10 test set's ``test_batch`` (its path),
+    checked; None when not given."""
+    if clean_data is None:
+        return None
+    try:
+        return str(find_test_batch(clean_data))
+    except DataError as exc:
+        raise DataError(f"--clean-data next to CIFAR-10-C(-bar) arrays is the clean CIFAR-10 test set: {exc}") from None
+
+
+def cifar_units(config: Mapping[str, Any], settings: Iterable[str], root: Path) -> list[Unit]:
+    """The units of a CIFAR-C array layout: shards of ``shard_size`` rows of each setting's
+    severity block, then of the clean test set when ``clean_data`` is given."""
+    sizes = {}
+    for setting in settings:
+        c, s = setting.split("/")
+        sizes[setting] = len(read_cifar_c(root, c, int(s), limit=config["limit"]))
+    if config.get("clean_data"):
+        sizes[CLEAN] = len(read_cifar_test(config["clean_data"], limit=config["limit"]))
+    return [Unit(f"{setting}/shard-{k:04d}", setting, {"start": start, "stop": min(n, start + config["shard_size"])})
+            for setting, n in sizes.items() for k, start in enumerate(range(0, n, config["shard_size"]))]
 
 
 def baseline_from_run(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]]) -> CorruptionBaseline:
@@ -577,6 +605,7 @@ class ImageNetC(Benchmark):
         if cifar:
             config["shard_size"] = check_positive("shard_size", shard_size)
             config["num_classes"] = 10
+            config["clean_data"] = cifar_clean_data(clean_data)
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
@@ -618,13 +647,7 @@ class ImageNetC(Benchmark):
         units: list[Unit] = []
         root = Path(config["data"])
         if config["layout"] == "cifar":
-            for setting in _settings(config["corruptions"], config["severities"]):
-                c, s = setting.split("/")
-                n = len(read_cifar_c(root, c, int(s), limit=config["limit"]))
-                for k, start in enumerate(range(0, n, config["shard_size"])):
-                    units.append(Unit(f"{setting}/shard-{k:04d}", setting,
-                                      {"start": start, "stop": min(n, start + config["shard_size"])}))
-            return units
+            return cifar_units(config, _settings(config["corruptions"], config["severities"]), root)
         per_unit = None if config["limit"] else config["classes_per_unit"]
         if config["layout"] == "on-the-fly":
             blocks = class_blocks(class_folders(root), per_unit)
@@ -686,8 +709,9 @@ class ImageNetC(Benchmark):
         return corruption_metrics(config, predictions, setting_of, clean, run_baseline(config, related, predictions))
 
     def notes(self, config, metrics) -> list[str]:
+        clean_data = "<CIFAR-10 root>" if config.get("layout") == "cifar" else "<ImageNet val folder>"
         notes = corruption_notes(config, metrics, clean_hint="ImageNet-C has no clean split: give --clean-data "
-                                 "<ImageNet val folder> or --clean-run <run id>")
+                                 f"{clean_data} or --clean-run <run id>")
         if config.get("layout") == "on-the-fly":
             notes.insert(0, on_the_fly_note(config))
         return notes

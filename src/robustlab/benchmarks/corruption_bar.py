@@ -17,7 +17,6 @@ from ..corruptions.cbar.released import CBarLayout, discover_cbar
 from ..corruptions.cbar.tables import SETS, severity_folder
 from ..corruptions.checks import parse_severities
 from ..corruptions.registry import resolve_corruptions
-from ..corruptions.released import read_cifar_c
 from ..data.classification import class_folders, resolve_class_map
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
@@ -28,8 +27,8 @@ from ..engine.schema import Option
 from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
-from .corruption import (CLEAN, SELF, baseline_from_run, class_blocks, corruption_unit_samples,
-                         related_corruption_runs)
+from .corruption import (CLEAN, SELF, baseline_from_run, cifar_clean_data, cifar_units, class_blocks,
+                         corruption_unit_samples, related_corruption_runs)
 
 N_SEVERITIES = 5
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
@@ -158,6 +157,7 @@ class ImageNetCBar(Benchmark):
         if layout.kind == "cifar":
             config["shard_size"] = check_positive("shard_size", shard_size)
             config["num_classes"] = 10
+            config["clean_data"] = cifar_clean_data(clean_data)
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
@@ -188,13 +188,7 @@ class ImageNetCBar(Benchmark):
     def plan(self, config: Mapping[str, Any]):
         settings = [f"{c}/{s}" for c in config["corruptions"] for s in config["severities"]]
         if config["layout"] == "cifar":
-            layout = self._layout(config["data"])
-            for setting in settings:
-                c, s = setting.split("/")
-                n = len(read_cifar_c(layout.root, c, int(s), limit=config["limit"]))
-                for k, start in enumerate(range(0, n, config["shard_size"])):
-                    yield Unit(f"{setting}/shard-{k:04d}", setting,
-                               {"start": start, "stop": min(n, start + config["shard_size"])})
+            yield from cifar_units(config, settings, self._layout(config["data"]).root)
             return
         per_unit = None if config["limit"] else config["classes_per_unit"]
         if config["layout"] == "on-the-fly":
@@ -247,7 +241,8 @@ class ImageNetCBar(Benchmark):
                          "baseline (Mintun et al. 2021, Table 2); the paper publishes no AlexNet errors on the -bar "
                          "sets. Its headline number is the mean error.")
         if ("clean_error", "") not in names:
-            notes.append("no clean error: give --clean-data <clean val folder> or --clean-run <run id> "
+            clean_data = "<CIFAR-10 root>" if config.get("layout") == "cifar" else "<clean val folder>"
+            notes.append(f"no clean error: give --clean-data {clean_data} or --clean-run <run id> "
                          "(needed for the clean-vs-shifted and effective-robustness figures).")
         return notes
 

@@ -46,6 +46,7 @@ import numpy as np
 from .. import interrupts
 from ..data.builds import (TaskResult, check_destination, check_resume, output_lock, record_sources, running,
                            source_changes, source_stamps, write_summary)
+from ..data.cifar import find_test_batch
 from ..data.jobs import run_jobs, worker_count
 from ..errors import DataError, InputError
 from ..fsutil import TMP_SUFFIX, atomic_write_bytes, ensure_dir, explain_os_error, temporary_path
@@ -53,26 +54,11 @@ from ..safeload import load_cifar_batch
 from .api import corrupt_item
 from .dataset import ARRAY_LAYOUTS, RESUME_KEYS, SUMMARY_NAME, CorruptSettings, CorruptSummary
 
-__all__ = ["corrupt_cifar", "corrupt_cifar_with_progress", "find_test_batch"]
+__all__ = ["corrupt_cifar", "corrupt_cifar_with_progress"]
 
 #: Images per task: small enough to keep every worker busy, large enough to amortise the pickling.
 CHUNK = 500
-#: What the source must be, for messages.
-SOURCE_HELP = ("the CIFAR-10 python version as torchvision downloads it: a root holding cifar-10-batches-py/, "
-               "that folder, or its test_batch file")
 LABELS_NAME = "labels.npy"
-
-
-def find_test_batch(src: str | os.PathLike) -> Path:
-    """The ``test_batch`` file of a CIFAR-10 root, of its ``cifar-10-batches-py`` folder, or ``src`` itself."""
-    base = Path(src).expanduser()
-    for candidate in (base / "cifar-10-batches-py" / "test_batch", base / "test_batch", base):
-        if candidate.is_file():
-            return candidate
-    if not base.exists():
-        raise DataError(f"{base} does not exist; give {SOURCE_HELP}.")
-    raise DataError(f"{base} holds no CIFAR-10 test_batch; give {SOURCE_HELP} (download: "
-                    "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz, or torchvision.datasets.CIFAR10).")
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,8 @@ LIMIT = Option("limit", "int", help="Only the first N samples of each setting (a
 CLASS_MAP = Option("class_map", "str", help="Class indices: auto, imagenet, sorted or a JSON file.")
 SAVE_LOGITS = Option("save_logits", "bool", False, help="Also store full logits per sample.")
 TOP_K = Option("top_k", "int", 5, help="Classes stored per sample (top-k indices and scores).")
-CLEAN_DATA = Option("clean_data", "path", help="The clean ImageNet val folder (clean error, relative ratios, the "
-                    "original accuracy of effective robustness).")
+CLEAN_DATA = Option("clean_data", "path", help="The clean ImageNet val folder, or with CIFAR-10-C(-bar) arrays the "
+                    "CIFAR-10 root (clean error, relative ratios, the original accuracy of effective robustness).")
 CLEAN_RUN = Option("clean_run", "str", help="A stored run with the clean units (instead of --clean-data).")
 BASELINE_RUN = Option("baseline_run", "str", help="A stored run of a baseline model on the same data (normalises "
                       "the ratios); 'self' for this run.")
