@@ -99,7 +99,8 @@ def corrupt_command(
                                           "array of 5 x 10,000 images per corruption, severity-major, and "
                                           "labels.npy)."),
 ) -> None:
-    """Write corrupted copies of a dataset in the ImageNet-C layout (resumable; rerun to continue)."""
+    """Write corrupted copies of a dataset in the ImageNet-C layout, or in a released set's own with --set
+    (resumable; rerun to continue)."""
     from .corruptions import dataset
 
     settings = dataset.make_settings(corruptions, severities, seed=seed, profile=profile, format=fmt, quality=quality,

@@ -88,5 +88,6 @@ def make_slow_channel3() -> nn.Module:
 
 
 def make_slower_channel3() -> nn.Module:
-    """For runs that must outlast a node's death being noticed (the GCS takes 3-4 s on the test cluster)."""
-    return SlowChannelModel(3, delay=0.6)
+    """For runs that must outlast a node's death being noticed (the GCS takes 3-4 s on the test cluster,
+    more under load): 1 s a batch."""
+    return SlowChannelModel(3, delay=1.0)

@@ -48,14 +48,24 @@ def find_test_batch(src: str | os.PathLike) -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _batch(path: str) -> tuple[np.ndarray, np.ndarray]:
+def _cached(path: str, size: int, mtime_ns: int) -> tuple[np.ndarray, np.ndarray]:
     return load_cifar_batch(path)
 
 
+def _batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """The batch file's (images, labels), read once per process and content stamp (a file replaced
+    since is read again, never served from the cache)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return load_cifar_batch(path)  # its own clear error
+    return _cached(str(path), st.st_size, st.st_mtime_ns)
+
+
 def cifar_test_images(path: str) -> np.ndarray:
-    """The uint8 (N, 32, 32, 3) images of the batch file ``path`` (read once per process): the
-    ``opener`` of the sample sets :func:`read_cifar_test` returns."""
-    return _batch(str(path))[0]
+    """The uint8 (N, 32, 32, 3) images of the batch file ``path``: the ``opener`` of the sample
+    sets :func:`read_cifar_test` returns."""
+    return _batch(path)[0]
 
 
 def read_cifar_test(src: str | os.PathLike, *, classes: Sequence[str] = CIFAR10_CLASSES,
@@ -63,6 +73,6 @@ def read_cifar_test(src: str | os.PathLike, *, classes: Sequence[str] = CIFAR10_
     """The CIFAR-10 test set (``src`` as :func:`find_test_batch` takes it) as a sample set: rows in
     the file's order, the first ``limit`` when given."""
     path = find_test_batch(src)
-    images, labels = _batch(str(path))
+    images, labels = _batch(path)
     stop = len(images) if limit is None else min(len(images), int(limit))
     return ArraySamples(path, 0, stop, labels[:stop].astype(np.int64), tuple(classes), opener=cifar_test_images)
