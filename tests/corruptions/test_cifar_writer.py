@@ -179,6 +179,7 @@ def test_cifar10_c_writes_the_nineteen(tmp_path):
     summary = cifar_writer.corrupt_cifar(tmp_path / "cifar", tmp_path / "out", settings(None, "cifar10-c"), workers=1)
     assert summary.failed == 0 and summary.settings.profile == "cifar" and len(summary.settings.corruptions) == 19
     assert len(list((tmp_path / "out").glob("*.npy"))) == 20
+    assert np.load(tmp_path / "out" / "labels.npy").dtype == np.uint8  # as make_cifar_c.py writes it
 
 
 def test_the_command_line_writes_the_set(tmp_path):

@@ -6,7 +6,8 @@ and :func:`robustlab.corruptions.cbar.released.discover_cbar`)::
 
     DST/<corruption>.npy          (5 N, 32, 32, 3) uint8, severity-major: rows (s-1) N .. s N - 1
                                   are severity s (N = 10,000 for the CIFAR-10 test set)
-    DST/labels.npy                (5 N,) int64: the test labels, once per severity
+    DST/labels.npy                (5 N,): the test labels, once per severity (int64 for -bar,
+                                  uint8 for CIFAR-10-C, as the reference scripts write them)
     DST/robustlab-corrupt.json    the settings and the summary of the last run
 
 ``cifar10-c-bar`` writes the 10 corruptions of ``make_cifar10_c_bar.py`` with its severity table
@@ -59,6 +60,9 @@ __all__ = ["corrupt_cifar", "corrupt_cifar_with_progress"]
 #: Images per task: small enough to keep every worker busy, large enough to amortise the pickling.
 CHUNK = 500
 LABELS_NAME = "labels.npy"
+#: The dtype of ``labels.npy`` as each reference script writes it (``make_cifar_c.py``: uint8;
+#: ``make_cifar10_c_bar.py``: int64).
+LABEL_DTYPES = {"cifar10-c": np.uint8, "cifar10-c-bar": np.int64}
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,7 @@ def _write_locked(batch: Path, images: np.ndarray, labels: np.ndarray, dst: Path
     summary.sources_changed = changed
     started = time.perf_counter()
     write_summary(dst, SUMMARY_NAME, summary)
-    tiled = np.tile(labels.astype(np.int64), 5)
+    tiled = np.tile(labels.astype(LABEL_DTYPES[settings.release]), 5)
     label_path = dst / LABELS_NAME
     if not _same_labels(label_path, tiled):
         atomic_write_bytes(label_path, _npy_bytes(tiled))
@@ -251,7 +255,7 @@ def _same_labels(path: Path, labels: np.ndarray) -> bool:
         old = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError):
         return False
-    return old.shape == labels.shape and bool(np.array_equal(old, labels))
+    return old.dtype == labels.dtype and old.shape == labels.shape and bool(np.array_equal(old, labels))
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
