@@ -146,37 +146,38 @@ def cpu_now() -> float:
 
 def run_robustlab(model, root: Path, corruptions, severities, workers: int, batch: int) -> dict:
     now = CLOCK["now"]
-    store = Path(tempfile.mkdtemp(prefix="rl-det-store-"))
-    t0 = now()
-    result = evaluate(model, "coco-c", root, store=store, corruptions=corruptions, severities=severities,
-                      workers=workers, batch_size=batch, device="cpu", progress=False)
-    e2e = now() - t0
-    bench = get_benchmark("coco-c")
-    config = bench.config_for(str(root), corruptions=corruptions, severities=severities)
-    units = bench.plan(config)
-    # stage costs, each alone in this process (kernels already compiled by the run above)
-    t_corrupt = 0.0
-    t_infer = 0.0
-    for unit in units:
-        samples = bench.samples(config, unit)
+    with tempfile.TemporaryDirectory(prefix="rl-det-store-") as tmp:  # removed with its Parquet files
+        store = Path(tmp)
+        t0 = now()
+        result = evaluate(model, "coco-c", root, store=store, corruptions=corruptions, severities=severities,
+                          workers=workers, batch_size=batch, device="cpu", progress=False)
+        e2e = now() - t0
+        bench = get_benchmark("coco-c")
+        config = bench.config_for(str(root), corruptions=corruptions, severities=severities)
+        units = bench.plan(config)
+        # stage costs, each alone in this process (kernels already compiled by the run above)
+        t_corrupt = 0.0
+        t_infer = 0.0
+        for unit in units:
+            samples = bench.samples(config, unit)
+            t = now()
+            images = [samples.read_pair(i)[0] for i in range(len(samples))]
+            if unit.setting != "clean":
+                t_corrupt += now() - t
+            xs = [torch.from_numpy(np.array(image)).permute(2, 0, 1).float().div(255) for image in images]
+            t = now()
+            with torch.inference_mode():
+                for x in xs:
+                    model([x])
+            t_infer += now() - t
+        with opened_store(store) as st:
+            predictions = st.read_predictions(result.run_id, [u.key for u in units])
         t = now()
-        images = [samples.read_pair(i)[0] for i in range(len(samples))]
-        if unit.setting != "clean":
-            t_corrupt += now() - t
-        xs = [torch.from_numpy(np.array(image)).permute(2, 0, 1).float().div(255) for image in images]
-        t = now()
-        with torch.inference_mode():
-            for x in xs:
-                model([x])
-        t_infer += now() - t
-    with opened_store(store) as st:
-        predictions = st.read_predictions(result.run_id, [u.key for u in units])
-    t = now()
-    bench.metrics(config, predictions)
-    t_ap = now() - t
-    return {"end_to_end_s": e2e, "corruption_s": t_corrupt, "inference_s": t_infer, "ap_s": t_ap,
-            "P": result.metric("P"), "mPC": result.metric("mPC"), "rPC": result.metric("rPC"),
-            "predictions": predictions, "config": config}
+        bench.metrics(config, predictions)
+        t_ap = now() - t
+        return {"end_to_end_s": e2e, "corruption_s": t_corrupt, "inference_s": t_infer, "ap_s": t_ap,
+                "P": result.metric("P"), "mPC": result.metric("mPC"), "rPC": result.metric("rPC"),
+                "predictions": predictions, "config": config}
 
 
 def run_reference(model, root: Path, corruptions, severities) -> dict:

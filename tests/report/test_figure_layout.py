@@ -136,21 +136,14 @@ def test_point_labels_do_not_overlap_each_other_or_points():
     plt.close(fig)
 
 
-def test_wide_figures_take_a_whole_row():
+def test_wide_figures_take_a_whole_row(tmp_path):
     narrow = F.lines("n", "n", "", [0, 1], {"a": [0, 1]}, xlabel="x", ylabel="y")
     wide = F.bar_groups("w", "w", "", CORRUPTIONS, {m: list(range(19)) for m in MODELS}, ylabel="y")
     assert narrow.width_px < F.WIDE_FIGURE_PX < wide.width_px
     assert not narrow.wide and wide.wide
-    html = page_of([narrow, wide], _tmp_html())
+    html = page_of([narrow, wide], tmp_path / "page.html")
     text = html.read_text()
     assert 'class="rl-figure" id="fig-n"' in text and 'class="rl-figure wide" id="fig-w"' in text
-
-
-def _tmp_html():
-    import tempfile
-    from pathlib import Path
-
-    return Path(tempfile.mkdtemp(prefix="rl-layout-")) / "page.html"
 
 
 @pytest.mark.browser
