@@ -101,3 +101,49 @@ def test_a_kernel_that_fails_after_a_swallowed_ctrl_c_interrupts_the_run(install
     assert record["status"] == "interrupted"
     assert not record.get("failures"), "the image was recorded as failed by a Ctrl-C"
     assert len(calls) == 3  # and the run stopped there
+
+
+def test_a_ctrl_c_swallowed_by_a_library_that_then_succeeds_interrupts_the_run(installed, tmp_path, monkeypatch):
+    """numba compiled the kernel after all: no error followed the swallowed KeyboardInterrupt, so no
+    item loop looked, and `corrupt` ran to the end and exited 0 (a CI failure; fails on the old code)."""
+    src = image_folder(tmp_path / "src", per_class=3, size=32)
+    calls = []
+
+    def kernel_that_compiles(image, name, severity, **kwargs):
+        calls.append(name)
+        if len(calls) == 2:
+            swallow_a_real_sigint()  # Ctrl-C while "compiling"; the kernel then works
+        return image
+
+    monkeypatch.setattr(dataset, "corrupt_item", kernel_that_compiles)
+    settings = dataset.make_settings("gaussian_noise", "1", seed=0)
+    with pytest.raises(KeyboardInterrupt):
+        dataset.corrupt_dataset(src, tmp_path / "out", settings, workers=1)
+    record = json.loads((tmp_path / "out" / "robustlab-corrupt.json").read_text())
+    assert record["status"] == "interrupted" and record["written"] == 2  # the item in hand was kept
+    assert len(calls) == 2
+
+
+def test_the_engine_stops_at_the_batch_after_a_swallowed_ctrl_c(installed, tmp_path):
+    """The same during an evaluation: the batch's predictions are kept and the run stops there."""
+    import torch
+
+    from robustlab.engine import evaluate
+    from robustlab.store import open_store
+
+    src = image_folder(tmp_path / "src", per_class=4, size=32)
+    seen = []
+
+    def model(x: torch.Tensor) -> torch.Tensor:
+        seen.append(len(x))
+        if len(seen) == 2:
+            swallow_a_real_sigint()
+        return torch.zeros(len(x), 2)
+
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(model, "corrupted", src, store=tmp_path / "s", corruptions="brightness", severities="1-2",
+                 batch_size=4, workers=0, progress=False, device="cpu", class_map="sorted")
+    assert len(seen) == 2
+    with open_store(tmp_path / "s") as st:
+        (run,) = st.list_runs()
+        assert run.status == "interrupted" and run.n_units_done == 1  # its 2 batches; the next unit not begun

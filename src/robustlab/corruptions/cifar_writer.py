@@ -238,6 +238,7 @@ def _write_locked(batch: Path, images: np.ndarray, labels: np.ndarray, dst: Path
                     summary.record(TaskResult(task.corruption, n))
                 if progress is not None:
                     progress(n)
+                interrupts.check()  # a Ctrl-C swallowed inside a kernel that then went on
         finally:
             for build in open_arrays.values():  # interrupted or failed: no half-filled array is left
                 build.discard()

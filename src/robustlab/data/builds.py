@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .. import __version__
+from .. import __version__, interrupts
 from ..errors import DataError, InputError
 from ..fsutil import atomic_write_text, explain_os_error
 
@@ -108,11 +108,15 @@ class BuildSummary:
         return result.written + result.failed
 
     def record_all(self, results: Iterable[Any], progress: Callable[[int], None] | None = None) -> None:
-        """:meth:`record` every result as it arrives, telling ``progress`` how many outputs each settled."""
+        """:meth:`record` every result as it arrives, telling ``progress`` how many outputs each settled.
+
+        A Ctrl-C that a library swallowed while the task ran (and then carried on) stops the run
+        here, after the task's outputs are counted (:mod:`robustlab.interrupts`)."""
         for result in results:
             done = self.record(result)
             if progress is not None:
                 progress(done)
+            interrupts.check()
 
     def text(self, headline: str, summary_name: str, max_failures: int = 20) -> str:
         """The terminal's summary of a run: ``headline`` (what was built where), the counts, the

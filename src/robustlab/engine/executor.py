@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import interrupts
 from ..data.jobs import exit_with_parent, pool_context
 from ..errors import InputError
 from ..registry import Registry
@@ -254,7 +255,8 @@ class UnitLedger:
             self.open[work.key] = results
 
     def record(self, batch, columns) -> None:
-        """One batch's predictions (None when no sample of it loaded)."""
+        """One batch's predictions (None when no sample of it loaded). A Ctrl-C that a library
+        swallowed while the batch was made stops the run here, its unit stored when complete."""
         results = self.open[batch.unit]
         if not results.add(batch, columns):
             return
@@ -262,6 +264,7 @@ class UnitLedger:
         if results.complete:
             del self.open[batch.unit]
             self._commit(results)
+        interrupts.check()
 
     def _commit(self, results: UnitResults) -> None:
         t0 = time.perf_counter()
