@@ -82,22 +82,30 @@ def test_install_leaves_an_ignored_sigint_ignored():
         signal.signal(signal.SIGINT, before)
 
 
-def test_a_kernel_that_fails_after_a_swallowed_ctrl_c_interrupts_the_run(installed, tmp_path, monkeypatch):
+def corrupt_interrupted_at(item: int, then_fail: bool, tmp_path, monkeypatch) -> tuple[dict, list]:
+    """Run `corrupt` whose kernel swallows a real Ctrl-C at the ``item``-th call (as numba's compiler
+    does), then raises the library's own error or works; it must end interrupted. Returns the
+    summary file and the kernel's calls."""
     src = image_folder(tmp_path / "src", per_class=3, size=32)
     calls = []
 
     def kernel_that_compiles(image, name, severity, **kwargs):  # corrupt_item's signature
         calls.append(name)
-        if len(calls) == 3:  # the third item: Ctrl-C while "compiling", then the library's own error
+        if len(calls) == item:
             swallow_a_real_sigint()
-            raise RuntimeError("no compiled object yet")
+            if then_fail:
+                raise RuntimeError("no compiled object yet")
         return image
 
     monkeypatch.setattr(dataset, "corrupt_item", kernel_that_compiles)
     settings = dataset.make_settings("gaussian_noise", "1", seed=0)
     with pytest.raises(KeyboardInterrupt):
         dataset.corrupt_dataset(src, tmp_path / "out", settings, workers=1)
-    record = json.loads((tmp_path / "out" / "robustlab-corrupt.json").read_text())
+    return json.loads((tmp_path / "out" / "robustlab-corrupt.json").read_text()), calls
+
+
+def test_a_kernel_that_fails_after_a_swallowed_ctrl_c_interrupts_the_run(installed, tmp_path, monkeypatch):
+    record, calls = corrupt_interrupted_at(3, True, tmp_path, monkeypatch)
     assert record["status"] == "interrupted"
     assert not record.get("failures"), "the image was recorded as failed by a Ctrl-C"
     assert len(calls) == 3  # and the run stopped there
@@ -106,20 +114,7 @@ def test_a_kernel_that_fails_after_a_swallowed_ctrl_c_interrupts_the_run(install
 def test_a_ctrl_c_swallowed_by_a_library_that_then_succeeds_interrupts_the_run(installed, tmp_path, monkeypatch):
     """numba compiled the kernel after all: no error followed the swallowed KeyboardInterrupt, so no
     item loop looked, and `corrupt` ran to the end and exited 0 (a CI failure; fails on the old code)."""
-    src = image_folder(tmp_path / "src", per_class=3, size=32)
-    calls = []
-
-    def kernel_that_compiles(image, name, severity, **kwargs):
-        calls.append(name)
-        if len(calls) == 2:
-            swallow_a_real_sigint()  # Ctrl-C while "compiling"; the kernel then works
-        return image
-
-    monkeypatch.setattr(dataset, "corrupt_item", kernel_that_compiles)
-    settings = dataset.make_settings("gaussian_noise", "1", seed=0)
-    with pytest.raises(KeyboardInterrupt):
-        dataset.corrupt_dataset(src, tmp_path / "out", settings, workers=1)
-    record = json.loads((tmp_path / "out" / "robustlab-corrupt.json").read_text())
+    record, calls = corrupt_interrupted_at(2, False, tmp_path, monkeypatch)
     assert record["status"] == "interrupted" and record["written"] == 2  # the item in hand was kept
     assert len(calls) == 2
 
