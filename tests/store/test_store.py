@@ -219,6 +219,34 @@ def test_metrics_are_replaced_kept_in_order_and_keep_nan_and_inf(store):
     assert len(store.get_metrics(run_id)) == 4  # a refused put changes nothing
 
 
+def test_two_drivers_putting_one_runs_metrics_at_once_never_collide(store, store_location):
+    """Two drivers that finish one shared run both put its metrics. On PostgreSQL the second one's
+    insert met the first one's uncommitted rows and failed with a unique violation (a CI failure
+    of the two-driver Ray test; fails on the old code)."""
+    import threading
+
+    run_id = register(store)
+    rows = [(f"m{i}", s, float(i)) for i in range(20) for s in ("", "fog/1", "fog/2")]
+    start, errors = threading.Barrier(2), []
+
+    def driver() -> None:
+        try:
+            with open_store(**store_location) as own:
+                start.wait()
+                for _ in range(15):
+                    own.put_metrics(run_id, rows)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=driver) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert store.get_metrics(run_id) == rows
+
+
 def test_problems_are_recorded_once_per_sample(store):
     run_id = register(store)
     store.record_problem(run_id, "fog/1/shard-0000", "bad.JPEG", "not a JPEG file")

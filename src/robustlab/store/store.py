@@ -638,6 +638,11 @@ class Store:
 
         def work(conn: Connection) -> None:
             rid = self._resolve(conn, run_id)
+            # Two drivers finishing one shared run both put its metrics. The run's row lock makes
+            # the second wait for the first to commit, then replace its rows; without it, the
+            # second's insert met the first's uncommitted rows (PostgreSQL: a unique violation).
+            # SQLite's write transactions are exclusive already (FOR UPDATE is left out there).
+            conn.execute(select(runs.c.id).where(runs.c.id == rid).with_for_update())
             conn.execute(delete(metrics).where(metrics.c.run_id == rid))
             if clean:
                 conn.execute(metrics.insert(), [{"run_id": rid, **r} for r in clean])
