@@ -40,6 +40,16 @@ def temporary_path(path: Path) -> Path:
     return Path(name)
 
 
+def is_temporary_name(name: str) -> bool:
+    """Whether a file or folder name is one :func:`temporary_path` (or a writer following its
+    naming: hidden, ending in TMP_SUFFIX) gives: never a finished output, a killed run's leftover.
+
+    >>> is_temporary_name(".fog.npy.k2j3.tmp"), is_temporary_name("fog.npy")
+    (True, False)
+    """
+    return name.startswith(".") and name.endswith(TMP_SUFFIX)
+
+
 def ensure_dir(path: str | os.PathLike) -> Path:
     """Create ``path`` (and parents); raise a DataError saying why when that is impossible."""
     p = Path(path)
@@ -79,6 +89,17 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+    return Path(path)
+
+
+def atomic_write_npy(path: str | os.PathLike, array: Any) -> Path:
+    """Write ``array`` (any shape and dtype, stored C-contiguous) as a ``.npy`` file without
+    pickles, atomically (renamed into place when complete, no fsync); return the path."""
+    import numpy as np
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
     return Path(path)
 
 

@@ -157,6 +157,10 @@ _CIFAR_GLOBALS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multi
                   ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
 
 
+class _Refused(pickle.UnpicklingError):
+    """A pickle named a class or function beyond numpy arrays (refused, never called)."""
+
+
 class _ArraysOnly(pickle.Unpickler):
     """An unpickler that builds plain containers and numpy arrays, and refuses every other class
     or function a pickle names (which is how a pickle runs code)."""
@@ -166,7 +170,7 @@ class _ArraysOnly(pickle.Unpickler):
             with warnings.catch_warnings():  # numpy 2 warns about the numpy.core spelling of old files
                 warnings.simplefilter("ignore", DeprecationWarning)
                 return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"the pickle names {module}.{name}")
+        raise _Refused(f"the pickle names {module}.{name}")
 
 
 def load_cifar_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -194,11 +198,11 @@ def load_cifar_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
                         "torchvision downloads it) or that folder itself.") from None
     except OSError as exc:
         raise DataError(explain_os_error(exc, p, f"read the {what}")) from None
+    except _Refused as exc:
+        raise DataError(f"{what} {p} holds objects beyond numpy arrays and plain containers ({exc}: a pickle "
+                        "that could run code when loaded), so robustlab refuses to load it; download the "
+                        "official CIFAR-10 python version again.") from None
     except pickle.UnpicklingError as exc:
-        if "names" in str(exc):
-            raise DataError(f"{what} {p} holds objects beyond numpy arrays and plain containers ({exc}: a pickle "
-                            "that could run code when loaded), so robustlab refuses to load it; download the "
-                            "official CIFAR-10 python version again.") from None
         raise DataError(f"{what} {p} is not a CIFAR-10 batch (not a complete pickle: {exc}); download the official "
                         "CIFAR-10 python version again.") from None
     except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:

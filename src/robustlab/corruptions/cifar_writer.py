@@ -50,9 +50,9 @@ from ..data.builds import (TaskResult, check_destination, check_resume, output_l
 from ..data.cifar import find_test_batch
 from ..data.jobs import run_jobs, worker_count
 from ..errors import DataError, InputError
-from ..fsutil import TMP_SUFFIX, atomic_write_bytes, ensure_dir, explain_os_error, temporary_path
+from ..fsutil import atomic_write_npy, ensure_dir, explain_os_error, is_temporary_name, temporary_path
 from ..safeload import load_cifar_batch
-from .api import corrupt_item
+from .api import corrupt_batch
 from .dataset import ARRAY_LAYOUTS, RESUME_KEYS, SUMMARY_NAME, CorruptSettings, CorruptSummary
 
 __all__ = ["corrupt_cifar", "corrupt_cifar_with_progress"]
@@ -78,16 +78,16 @@ class ChunkTask:
 
 
 def run_chunk(task: ChunkTask) -> tuple[ChunkTask, np.ndarray | None, str | None]:
-    """Corrupt a chunk: (task, uint8 (n, 32, 32, 3) or None, error message or None)."""
-    out = np.empty_like(task.images)
-    for k, image in enumerate(task.images):
-        try:
-            out[k] = corrupt_item(image, task.corruption, task.severity, seed=task.seed, item=str(task.start + k),
-                                  profile=task.profile)
-        except Exception as exc:  # a kernel failed: this corruption's array cannot be completed
-            interrupts.check()  # unless Ctrl-C was swallowed inside it
-            return task, None, f"row {task.start + k}: {type(exc).__name__}: {exc}"
-    return task, out, None
+    """Corrupt a chunk as the ``corrupted`` benchmark corrupts a batch of array rows (ids: the row
+    numbers): (task, uint8 (n, 32, 32, 3) or None, error message or None)."""
+    ids = [str(task.start + k) for k in range(len(task.images))]
+    try:
+        out = corrupt_batch(task.images, task.corruption, task.severity, seed=task.seed, ids=ids,
+                            profile=task.profile)
+    except Exception as exc:  # a kernel failed: this corruption's array cannot be completed
+        interrupts.check()  # unless Ctrl-C was swallowed inside it
+        return task, None, f"rows {ids[0]}-{ids[-1]}: {type(exc).__name__}: {exc}"
+    return task, np.stack(out), None
 
 
 def array_complete(path: Path, rows: int) -> bool:
@@ -133,7 +133,7 @@ class _ArrayBuild:
 
 def _remove_stale(dst: Path) -> None:
     for entry in os.scandir(dst):
-        if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX) and entry.is_file():
+        if is_temporary_name(entry.name) and entry.is_file():
             Path(entry.path).unlink(missing_ok=True)
 
 
@@ -197,20 +197,19 @@ def _write_locked(batch: Path, images: np.ndarray, labels: np.ndarray, dst: Path
         for corruption in settings.corruptions:
             (dst / f"{corruption}.npy").unlink(missing_ok=True)
     record_sources(dst, stamps)
-    per_corruption = rows
     summary = CorruptSummary(str(batch), str(dst), "cifar-10 test_batch", settings, len(images),
-                             len(settings.corruptions) * per_corruption, workers=workers)
+                             len(settings.corruptions) * rows, workers=workers)
     summary.sources_changed = changed
     started = time.perf_counter()
     write_summary(dst, SUMMARY_NAME, summary)
     tiled = np.tile(labels.astype(LABEL_DTYPES[settings.release]), 5)
     label_path = dst / LABELS_NAME
     if not _same_labels(label_path, tiled):
-        atomic_write_bytes(label_path, _npy_bytes(tiled))
+        atomic_write_npy(label_path, tiled)
     todo = [c for c in settings.corruptions if not array_complete(dst / f"{c}.npy", rows)]
-    summary.skipped = (len(settings.corruptions) - len(todo)) * per_corruption
+    summary.skipped = (len(settings.corruptions) - len(todo)) * rows
     if on_start is not None:
-        on_start(summary, len(todo) * per_corruption)
+        on_start(summary, len(todo) * rows)
     open_arrays: dict[str, _ArrayBuild] = {}
     failed: set[str] = set()
     n_tasks = len(todo) * 5 * -(-len(images) // CHUNK)
@@ -257,14 +256,6 @@ def _same_labels(path: Path, labels: np.ndarray) -> bool:
     except (OSError, ValueError, EOFError):
         return False
     return old.dtype == labels.dtype and old.shape == labels.shape and bool(np.array_equal(old, labels))
-
-
-def _npy_bytes(array: np.ndarray) -> bytes:
-    import io
-
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
 
 
 def corrupt_cifar_with_progress(src: str | os.PathLike, dst: str | os.PathLike, settings: CorruptSettings, *,

@@ -54,7 +54,7 @@ from ..data.images import check_image, check_max_pixels, encode_image, read_imag
 from ..data.jobs import run_jobs, worker_count
 from .. import interrupts
 from ..errors import DataError, InputError, RobustlabError
-from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, ensure_dir
+from ..fsutil import atomic_path, atomic_write_bytes, ensure_dir, is_temporary_name
 from .api import MIN_SIZE, corrupt_item
 from .checks import parse_severities
 from .registry import check_profile, resolve_corruptions
@@ -135,8 +135,9 @@ def make_settings(corruptions: str | Iterable[str] | None = "benchmark", severit
         if format != "jpeg" or quality != 85:
             raise InputError(f"--set {release} writes the kernels' uint8 output as .npy arrays, with no image "
                              "encoding: leave out --format and --quality.")
-        format, quality = "npy", None
-    fmt = format if release in ARRAY_LAYOUTS else check_format(format)
+        fmt, quality = "npy", None
+    else:
+        fmt = check_format(format)
     if fmt == "jpeg" and not (isinstance(quality, int) and 1 <= quality <= 100):
         raise InputError(f"JPEG quality {quality!r} is out of range: use 1..100 (ImageNet-C used 85).")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
@@ -202,10 +203,6 @@ def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
         seen[out] = rel
 
 
-def _is_stale_tmp(name: str) -> bool:
-    return name.startswith(".") and name.endswith(TMP_SUFFIX)
-
-
 def existing_outputs(dst: str | os.PathLike, corruption: str, severity: int, release: str | None = None) -> set[str]:
     """Relative paths (``/``-separated) of finished files in ``DST/<corruption>/<severity>``.
 
@@ -216,7 +213,7 @@ def existing_outputs(dst: str | os.PathLike, corruption: str, severity: int, rel
     for dirpath, _dirs, files in os.walk(base):
         rel_dir = Path(dirpath).relative_to(base).as_posix()
         for name in files:
-            if _is_stale_tmp(name):
+            if is_temporary_name(name):
                 Path(dirpath, name).unlink(missing_ok=True)
             else:
                 found.add(name if rel_dir == "." else f"{rel_dir}/{name}")

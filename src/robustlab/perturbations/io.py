@@ -45,7 +45,7 @@ import numpy as np
 from ..data.h264 import encoder_record, open_h264_stream
 from ..data.images import encode_image, read_image
 from ..errors import DataError, InputError
-from ..fsutil import TMP_SUFFIX, atomic_path, ensure_dir
+from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_npy, ensure_dir, is_temporary_name
 from ..safeload import load_npy
 
 #: On-disk forms of one sequence.
@@ -177,14 +177,6 @@ def write_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = Fals
     return Path(path)
 
 
-def write_npy(path: str | os.PathLike, frames: np.ndarray) -> Path:
-    """Write a sequence (or CIFAR-10-P's (N, T, H, W, 3) array) as ``.npy``, atomically."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(frames), allow_pickle=False)
-    return Path(path)
-
-
 def frame_file_name(index: int) -> str:
     """``0000.png``: zero-padded so that sorting by name is sorting by frame."""
     return f"{index:04d}.png"
@@ -225,7 +217,7 @@ def write_sequence(path: str | os.PathLike, frames: np.ndarray, fmt: str | None 
     if fmt == "mp4":
         return write_mp4(p, frames, noise=noise, preset=preset)
     if fmt == "npy":
-        return write_npy(p, check_sequence(frames, name=f"sequence for {p}"))
+        return atomic_write_npy(p, check_sequence(frames, name=f"sequence for {p}"))
     return write_png_frames(p, frames)
 
 
@@ -233,12 +225,12 @@ def remove_stale_temporaries(root: str | os.PathLike) -> int:
     """Delete the temporary files and frame folders a killed writer left under ``root``; count them."""
     removed = 0
     for dirpath, dirnames, filenames in os.walk(root):
-        for name in [d for d in dirnames if d.startswith(".") and d.endswith(TMP_SUFFIX)]:
+        for name in [d for d in dirnames if is_temporary_name(d)]:
             shutil.rmtree(Path(dirpath, name), ignore_errors=True)
             dirnames.remove(name)
             removed += 1
         for name in filenames:
-            if name.startswith(".") and name.endswith(TMP_SUFFIX):
+            if is_temporary_name(name):
                 Path(dirpath, name).unlink(missing_ok=True)
                 removed += 1
     return removed
@@ -352,7 +344,7 @@ def write_cifar_p(path: str | os.PathLike, sequences: np.ndarray) -> Path:
     arr = np.asarray(sequences)
     if arr.dtype != np.uint8 or arr.ndim != 5 or arr.shape[-1] != 3:
         raise InputError(f"CIFAR-10-P arrays are uint8 (N, frames, H, W, 3); got {arr.dtype} {arr.shape}.")
-    return write_npy(path, arr)
+    return atomic_write_npy(path, arr)
 
 
 def read_cifar_p(path: str | os.PathLike, *, expected_frames: int | None = None, stride: int | None = None,

@@ -54,7 +54,7 @@ from ..data.folders import (CocoAnnotations, discover_dataset, find_images, is_r
 from ..data.images import check_image, encode_image, read_image
 from ..data.jobs import run_jobs, worker_count
 from ..errors import DataError, InputError, RobustlabError
-from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_bytes, atomic_write_text, ensure_dir
+from ..fsutil import atomic_path, atomic_write_bytes, atomic_write_text, ensure_dir, is_temporary_name
 from ..seeding import derive_seed
 from .adain import MIN_SIDE, AdainWeights, resize_shorter_side
 
@@ -329,7 +329,7 @@ def existing_outputs(dst: Path, images: Iterable[PurePosixPath]) -> set[PurePosi
             done.add(rel)
     for dirpath, _dirs, files in os.walk(dst):
         for name in files:
-            if name.startswith(".") and name.endswith(TMP_SUFFIX):
+            if is_temporary_name(name):
                 Path(dirpath, name).unlink(missing_ok=True)
     return done
 
