@@ -473,6 +473,15 @@ def evaluate_command(
                                     "(paths, sizes, modification times) or content (file hashes)."),
     max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Largest image decoded (width x height; "
                                              "default 178956970, Pillow's bomb limit); larger ones are skipped."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16: the model runs under autocast "
+                                  "with that dtype. Part of the run's identity."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="The model's weights in channels-last memory "
+                                       "(faster convolutions on recent GPUs). Part of the run's identity."),
+    compile_model: bool = typer.Option(False, "--compile", help="Compile the network with torch.compile (the first "
+                                       "batches are slower). Part of the run's identity."),
+    decode: str = typer.Option("cpu", "--decode", help="cpu (Pillow, in the loading workers) or gpu (nvJPEG on the "
+                               "device, batched; released sets' JPEG files; not the same pixels). Part of the run's "
+                               "identity."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     progress: ProgressMode = typer.Option(ProgressMode.auto, "--progress", help=PROGRESS_HELP),
     no_progress: bool = typer.Option(False, "--no-progress", hidden=True, help="Same as --progress none."),
@@ -494,7 +503,8 @@ def evaluate_command(
             result = evaluate(model, benchmark, data, store=store, batch_size=batch_size, device=device,
                               preprocessing=preprocessing_from_args(resize, crop, interpolation, mean, std),
                               num_classes=num_classes, wrap=wrap, executor=executor, tag=tag,
-                              fingerprint=fingerprint, max_pixels=max_pixels,
+                              fingerprint=fingerprint, max_pixels=max_pixels, precision=precision,
+                              channels_last=channels_last, compile=compile_model, decode=decode,
                               progress="none" if no_progress else progress.value, **options)
         except KeyboardInterrupt:
             typer.echo("interrupted: finished units are stored; run the same command again to resume.", err=True)

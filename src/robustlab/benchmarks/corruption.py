@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -61,9 +61,9 @@ IMAGENET_C_SIZE = (256, 224)
 
 def imagenet_c_geometry():
     """A picklable uint8 HxWx3 -> 224x224 function: ImageNet-C's resize and centre crop."""
-    from ..models.preprocessing import Preprocessing
+    from ..models.preprocessing import Geometry, Preprocessing
 
-    return Preprocessing(resize=IMAGENET_C_SIZE[0], crop=IMAGENET_C_SIZE[1], interpolation="bilinear").prepare_image
+    return Geometry(Preprocessing(resize=IMAGENET_C_SIZE[0], crop=IMAGENET_C_SIZE[1], interpolation="bilinear"))
 
 
 def check_corruption_backend(backend: str) -> str:
@@ -89,6 +89,13 @@ class DeviceCorruptedSamples(SampleView):
 
     corruption: str = ""
     severity: int = 0
+    per_image: ClassVar[bool] = True
+
+
+#: Corruptions the ``torch`` backend makes on the CPU (the exact libjpeg round trip): they are
+#: made in the loading workers, in parallel and overlapped with the device, by the numpy kernel,
+#: whose pixels are the torch backend's (tested).
+CPU_CORRUPTIONS = ("jpeg_compression",)
 
 
 def select_corruptions(spec: str | Iterable[str] | None, available: Iterable[str] | None = None) -> list[str]:
@@ -112,10 +119,27 @@ def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
     return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
 
 
-def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
+def on_the_fly_units(root: str, settings: list[str], per_unit: int | None) -> list[Unit]:
+    """The units of an on-the-fly run over the clean folder ``root``: every setting of a block of
+    classes, block after block, so that the units made from one block's images come together
+    (the local executor then decodes each image once for all of them, :meth:`shared_reads`).
+    Keys are ``<setting>/shard-<block>`` as before; only the order is by block."""
+    blocks = class_blocks(class_folders(root), per_unit)
+    return [Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(root), "classes": block})
+            for k, block in enumerate(blocks) for setting in settings]
+
+
+def on_the_fly_shared_reads(config: Mapping[str, Any], unit: Unit) -> str | None:
+    """The block of clean images an on-the-fly unit is made from (its shard), None for other layouts."""
+    return unit.key.rsplit("/", 1)[1] if config.get("layout") == "on-the-fly" else None
+
+
+def corruption_unit_samples(config: Mapping[str, Any], unit: Unit, listings: dict | None = None):
     """The samples of one unit of a corruption benchmark (ImageNet-C, ImageNet-C-bar): a CIFAR-C
     array slice, a class block of a released folder, or a block of clean images corrupted on the
-    fly (by the ``corruption_backend`` of ``config``, numpy when it has none)."""
+    fly (by the ``corruption_backend`` of ``config``, numpy when it has none; the torch backend's
+    :data:`CPU_CORRUPTIONS` by the numpy kernel in the loading workers, the same pixels).
+    ``listings`` (a run's dict) keeps each folder block's listing, which every setting reads."""
     if config["layout"] == "cifar":
         if unit.setting == CLEAN:  # the CIFAR-10 test set given as --clean-data
             samples = read_cifar_test(config["clean_data"], limit=config["limit"])
@@ -123,15 +147,21 @@ def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
             c, s = unit.setting.split("/")
             samples = read_cifar_c(config["data"], c, int(s), limit=config["limit"])
         return samples.subset(unit.params["start"], unit.params["stop"])
-    images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                               limit=config["limit"])
+    key = json.dumps([unit.params["folder"], config["class_map"], unit.params["classes"], config["limit"]])
+    images = None if listings is None else listings.get(key)
+    if images is None:
+        images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
+                                   limit=config["limit"])
+        if listings is not None and config["layout"] == "on-the-fly":
+            listings.clear()  # one block at a time: the units of a block come together
+            listings[key] = images
     if config["layout"] != "on-the-fly":
         return images
     images = PreparedSamples(images, imagenet_c_geometry())
     if unit.setting == CLEAN:
         return images
     c, s = unit.setting.split("/")
-    if config.get("corruption_backend", "numpy") == "torch":
+    if config.get("corruption_backend", "numpy") == "torch" and c not in CPU_CORRUPTIONS:
         return DeviceCorruptedSamples(images, c, int(s))
     return corrupt_on_the_fly(images, c, int(s), seed=config["seed"], profile=config["profile"])
 
@@ -531,6 +561,7 @@ class ImageNetC(Benchmark):
 
     name = "imagenet-c"
     family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
+    worker_modules = ("robustlab.corruptions.kernels",)
     options = (
         CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT,
         shard_size_option(10000), baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
@@ -541,6 +572,9 @@ class ImageNetC(Benchmark):
         seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
         Option("clean", "bool", help="With --on-the-fly: also evaluate the clean images (default true)."),
     )
+
+    def __init__(self) -> None:
+        self._listings: dict[str, Any] = {}
 
     def published_baseline(self, config: Mapping[str, Any]) -> str | None:
         return None if config.get("layout") == "cifar" else PUBLISHED_ALEXNET
@@ -650,10 +684,8 @@ class ImageNetC(Benchmark):
             return cifar_units(config, _settings(config["corruptions"], config["severities"]), root)
         per_unit = None if config["limit"] else config["classes_per_unit"]
         if config["layout"] == "on-the-fly":
-            blocks = class_blocks(class_folders(root), per_unit)
             settings = ([CLEAN] if config["clean"] else []) + _settings(config["corruptions"], config["severities"])
-            return [Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(root), "classes": block})
-                    for setting in settings for k, block in enumerate(blocks)]
+            return on_the_fly_units(str(root), settings, per_unit)
         reference: list[str] | None = None
         for setting in _settings(config["corruptions"], config["severities"]):
             c, s = setting.split("/")
@@ -676,7 +708,13 @@ class ImageNetC(Benchmark):
         return units
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
-        return corruption_unit_samples(config, unit)
+        return corruption_unit_samples(config, unit, self._listings)
+
+    def shared_reads(self, config: Mapping[str, Any], unit: Unit) -> str | None:
+        return on_the_fly_shared_reads(config, unit)
+
+    def reads_files(self, config: Mapping[str, Any]) -> bool:
+        return config.get("layout") == "folders"
 
     def load(self, samples, i: int, prepare) -> Sample:
         if isinstance(samples, DeviceCorruptedSamples):  # corrupted in predict, then the model's own geometry

@@ -28,7 +28,7 @@ from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
 from .corruption import (CLEAN, SELF, baseline_from_run, cifar_clean_data, cifar_units, class_blocks,
-                         corruption_unit_samples, related_corruption_runs)
+                         corruption_unit_samples, on_the_fly_shared_reads, on_the_fly_units, related_corruption_runs)
 
 N_SEVERITIES = 5
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
@@ -109,8 +109,11 @@ class ImageNetCBar(Benchmark):
         seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
     )
 
+    worker_modules = ("robustlab.corruptions.kernels",)
+
     def __init__(self) -> None:
         self._layouts: dict[str, CBarLayout] = {}
+        self._listings: dict[str, Any] = {}
 
     def _layout(self, root: str) -> CBarLayout:
         if root not in self._layouts:
@@ -192,10 +195,7 @@ class ImageNetCBar(Benchmark):
             return
         per_unit = None if config["limit"] else config["classes_per_unit"]
         if config["layout"] == "on-the-fly":
-            blocks = class_blocks(class_folders(config["data"]), per_unit)
-            for setting in [CLEAN] + settings:
-                for k, block in enumerate(blocks):
-                    yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": config["data"], "classes": block})
+            yield from on_the_fly_units(config["data"], [CLEAN] + settings, per_unit)
             return
         layout = self._layout(config["data"])
         for setting in settings:
@@ -208,7 +208,13 @@ class ImageNetCBar(Benchmark):
                 yield Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block})
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
-        return corruption_unit_samples(config, unit)
+        return corruption_unit_samples(config, unit, self._listings)
+
+    def shared_reads(self, config: Mapping[str, Any], unit: Unit) -> str | None:
+        return on_the_fly_shared_reads(config, unit)
+
+    def reads_files(self, config: Mapping[str, Any]) -> bool:
+        return config.get("layout") not in ("cifar", "on-the-fly")
 
     def metrics(self, config, predictions, related=None) -> list[MetricRow]:
         clean = None

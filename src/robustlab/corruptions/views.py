@@ -9,6 +9,7 @@ the same pixels in any order, in any process, and the same as ``robustlab corrup
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,6 +34,7 @@ class CorruptedSamples(SampleView):
     seed: int = 0
     profile: str = "imagecorruptions"
     _ids: tuple[str, ...] = field(default=(), repr=False)
+    per_image: ClassVar[bool] = True
 
     def __post_init__(self) -> None:  # the ids once: every read derives its seed from one
         object.__setattr__(self, "_ids", tuple(self.base.ids))

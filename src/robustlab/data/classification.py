@@ -29,6 +29,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ from ..fsutil import explain_os_error
 from ..safeload import load_npy
 from .fingerprint import files_fingerprint
 from .folders import skipped_subfolders
-from .images import is_image_file, read_image
+from .images import is_image_file, read_image, read_jpeg_bytes
 from .wordnet import ilsvrc_wnids
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -75,9 +76,11 @@ class ImageFolderSamples:
     def ids(self) -> tuple[str, ...]:
         return self.files
 
-    def read(self, i: int) -> np.ndarray:
-        """Image ``i`` as uint8 HxWx3 RGB (DataError naming the file when unreadable)."""
-        return read_image(os.path.join(self.root, self.files[i]))  # str join: cheaper than Path per image
+    def read(self, i: int, prepare: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+        """Image ``i`` as uint8 HxWx3 RGB (DataError naming the file when unreadable), with
+        ``prepare`` applied (see :func:`~robustlab.data.images.read_image`: a prepare function
+        with a PIL form runs on the decoder's image)."""
+        return read_image(os.path.join(self.root, self.files[i]), prepare=prepare)  # str join: cheaper than Path
 
     def fingerprint(self, mode: str = "stat") -> str:
         """The files' fingerprint (:func:`robustlab.data.fingerprint.files_fingerprint`) with the labels."""
@@ -135,6 +138,9 @@ class SampleView:
     and fingerprint are the base's. Subclasses override :meth:`read`."""
 
     base: ImageFolderSamples | ArraySamples | SampleView
+    #: True when ``read(i)`` is a function of ``base.read(i)`` and ``i`` alone (a subclass that
+    #: says so lets the engine read the base's image once for several views of one base).
+    per_image: ClassVar[bool] = False
 
     def __len__(self) -> int:
         return len(self.base)
@@ -175,6 +181,7 @@ class SizeCheckedSamples(SampleView):
     error is measured on the same images (not 10 clean against 9 corrupted)."""
 
     min_size: int = 1
+    per_image: ClassVar[bool] = True
 
     def read(self, i: int) -> np.ndarray:
         image = self.base.read(i)
@@ -192,13 +199,31 @@ class PreparedSamples(SampleView):
     fixed resize and crop) applied to each image when it is read."""
 
     prepare: Callable[[np.ndarray], np.ndarray] | None = None
+    per_image: ClassVar[bool] = True
 
     def read(self, i: int) -> np.ndarray:
-        image = self.base.read(i)
-        return image if self.prepare is None else self.prepare(image)
+        return read_prepared(self.base, i, self.prepare)
 
 
 Samples = ImageFolderSamples | ArraySamples | SampleView
+
+
+def read_prepared(samples, i: int, prepare: Callable[[np.ndarray], np.ndarray] | None) -> np.ndarray:
+    """``prepare(samples.read(i))`` (``samples.read(i)`` when ``prepare`` is None), with the
+    prepare step fused into the decoder when the sample set reads files itself
+    (:class:`ImageFolderSamples`: its ``read`` takes ``prepare``); the pixels are the same.
+
+    When ``prepare.decode`` is ``"gpu"`` and the file is a JPEG, its bytes are returned instead
+    (a 1-D uint8 array, decoded on the model's device: ``--decode gpu``)."""
+    if prepare is None:
+        return samples.read(i)
+    if type(samples) is ImageFolderSamples:
+        if getattr(prepare, "decode", "cpu") == "gpu":
+            encoded = read_jpeg_bytes(os.path.join(samples.root, samples.files[i]))
+            if encoded is not None:
+                return encoded
+        return samples.read(i, prepare)
+    return prepare(samples.read(i))
 
 
 @functools.lru_cache(maxsize=64)

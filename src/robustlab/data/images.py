@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from ..errors import DataError, InputError
-from ..fsutil import atomic_path, explain_os_error, require_regular_file
+from ..errors import DataError, InputError, RobustlabError
+from ..fsutil import atomic_path, explain_os_error, open_regular
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".pgm", ".pbm", ".pnm", ".pam", ".tif", ".tiff",
                     ".webp")
@@ -316,7 +316,7 @@ def _to_rgb8(img: Image.Image, path: Path, *, sixteen_bit_colour: bool) -> np.nd
     return np.asarray(img.convert("RGB"), dtype=np.uint8).copy()
 
 
-def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.ndarray:
+def read_image(path: str | os.PathLike, *, max_pixels: int | None = None, prepare=None) -> np.ndarray:
     """Read an image file as uint8 HxWx3 RGB.
 
     Every mode is decoded explicitly: 8-bit RGB as is; grey, bilevel and palette images
@@ -336,11 +336,17 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
     max_pixels : int, optional
         Largest image accepted, in pixels (width x height); default
         :data:`DEFAULT_MAX_PIXELS`. The size is checked from the header, before decoding.
+    prepare : callable, optional
+        A uint8 HxWx3 -> uint8 function applied to the image (e.g. a model's resize and crop,
+        :class:`robustlab.models.preprocessing.Geometry`). When it also has a ``pil`` form
+        (PIL image -> PIL image, the same pixels) and the file decodes to 8-bit RGB, that form
+        runs on the decoder's image, so only the prepared image is converted to numpy (the
+        reader's hot path: one conversion, no copies of the full-size image).
 
     Returns
     -------
     np.ndarray
-        uint8 (H, W, 3) RGB.
+        uint8 (H, W, 3) RGB (possibly read-only: copy it before writing into it).
 
     Raises
     ------
@@ -350,24 +356,27 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
     """
     p = Path(path)
     limit = check_max_pixels(max_pixels)
+    pil = getattr(prepare, "pil", None)
     try:
-        head = _head(p)
-        if head.startswith(_TIFF_MAGIC):
-            deep = _read_deep_tiff(p, limit)
-            if deep is not None:
-                return deep
-        elif head.startswith(_PAM_MAGIC):
-            return _read_pam(p, limit)
-        with Image.open(p) as img:
-            width, height = img.size
-            if width * height > limit:
-                raise _too_large(p, width, height, limit)
-            sixteen_bit_colour = _is_16bit_colour(img)  # from the tiles, which load() clears
-            img.load()
-            return _to_rgb8(img, p, sixteen_bit_colour=sixteen_bit_colour)
-    except FileNotFoundError:
-        raise DataError(f"image file {p} does not exist; check the dataset path.") from None
-    except DataError:
+        with open_regular(path, "image file") as fh:  # one open: regular files only (a FIFO would block)
+            head = fh.read(4)
+            image = None
+            if head.startswith(_TIFF_MAGIC):
+                image = _read_deep_tiff(p, limit)
+            elif head.startswith(_PAM_MAGIC):
+                image = _read_pam(p, limit)
+            if image is None:
+                fh.seek(0)
+                with Image.open(fh) as img:
+                    width, height = img.size
+                    if width * height > limit:
+                        raise _too_large(p, width, height, limit)
+                    sixteen_bit_colour = _is_16bit_colour(img)  # from the tiles, which load() clears
+                    img.load()
+                    if pil is not None and img.mode == "RGB" and not sixteen_bit_colour:
+                        return np.asarray(pil(img))
+                    image = _to_rgb8(img, p, sixteen_bit_colour=sixteen_bit_colour)
+    except RobustlabError:
         raise
     except Image.DecompressionBombError as exc:
         raise DataError(f"image {p} is over Pillow's decompression-bomb limit ({exc}); raise the limit with "
@@ -376,13 +385,37 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
         reason = explain_os_error(exc, p, "read") if isinstance(exc, OSError) and exc.errno else \
             f"cannot read image {p}: {exc}. The file is corrupt or not an image; re-download it or remove it from the dataset."
         raise DataError(reason) from exc
+    return image if prepare is None else prepare(image)
 
 
-def _head(path: Path, size: int = 4) -> bytes:
-    """The first bytes of a regular file (a special file, e.g. a FIFO, is refused unopened)."""
-    require_regular_file(path, "image file")
-    with open(path, "rb") as fh:
-        return fh.read(size)
+#: The first bytes of a JPEG file (SOI and the first marker's prefix).
+JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+def read_jpeg_bytes(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.ndarray | None:
+    """The bytes of a JPEG file as a 1-D uint8 array, to be decoded on a device (``--decode
+    gpu``), after the checks :func:`read_image` makes before decoding (a regular file, a JPEG whose
+    header Pillow reads, at most ``max_pixels``); None when the file is not a JPEG (it is then
+    decoded on the CPU as usual)."""
+    p = Path(path)
+    limit = check_max_pixels(max_pixels)
+    try:
+        with open_regular(path, "image file") as fh:
+            data = fh.read()
+        if not data.startswith(JPEG_MAGIC):
+            return None
+        with Image.open(io.BytesIO(data)) as img:
+            width, height = img.size
+            if img.mode not in ("RGB", "L"):
+                return None  # CMYK and other JPEGs: Pillow's conversion, on the CPU
+    except RobustlabError:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise DataError(f"cannot read image {p}: {exc}. The file is corrupt or not an image; re-download it or "
+                        "remove it from the dataset.") from exc
+    if width * height > limit:
+        raise _too_large(p, width, height, limit)
+    return np.frombuffer(data, np.uint8)
 
 
 def encode_image(image: np.ndarray, fmt: str = "png", *, quality: int = 85) -> bytes:

@@ -165,6 +165,9 @@ class Benchmark:
     #: family; ``headline``: the metrics its runs are summarised by, the first being the headline.
     family: ClassVar[str] = ""
     family_title: ClassVar[str] = ""
+    #: Modules the local executor's loading workers import before their first task (the kernels
+    #: its ``load`` calls), so that workers start ready.
+    worker_modules: ClassVar[tuple[str, ...]] = ()
     headline: ClassVar[tuple[HeadlineMetric, ...]] = ()
 
     @classmethod
@@ -216,15 +219,36 @@ class Benchmark:
     def fingerprint(self, config: Mapping[str, Any], unit: Unit, samples: Any, mode: str = "stat") -> str:
         return source_fingerprint(samples, mode)
 
+    def shared_reads(self, config: Mapping[str, Any], unit: Unit) -> str | None:
+        """A name for the images this unit's samples are made from, when other units of the run
+        make theirs from the same images (default None: its own).
+
+        Units that return the same name, come one after the other in :meth:`plan`, and whose
+        sample sets are per-image views (``per_image = True``: ``read(i)`` a function of
+        ``base.read(i)`` and ``i`` alone) of one base, or that base itself, are loaded together
+        by the local executor: each base image is read (decoded) once and every unit's sample
+        made from it (``imagenet-c --on-the-fly``: one decode for 19 x 5 + 1 settings). Their
+        pixels are the same as when each unit reads its own. ``load`` must then not depend on
+        the type of the sample set beyond what it reads."""
+        return None
+
+    def reads_files(self, config: Mapping[str, Any]) -> bool:
+        """Whether this run's samples are image files read as they are (the default ``load`` on a
+        folder of files, no change made to them in the loading workers), so that ``--decode gpu``
+        may decode them on the device instead (default False)."""
+        return False
+
     def num_classes(self, config: Mapping[str, Any]) -> int | None:
         """Number of logits the model must return (checked per batch), None to skip the check."""
         return config.get("num_classes")
 
     def load(self, samples, i: int, prepare) -> Sample:
-        return Sample(sample_id(samples, i), int(samples.labels[i]), prepare(samples.read(i)))
+        from ..data.classification import read_prepared
+
+        return Sample(sample_id(samples, i), int(samples.labels[i]), read_prepared(samples, i, prepare))
 
     def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        return self.classify(model, batch.stacked_inputs(model_device(model)), config)
+        return self.classify(model, model_input(model, batch), config)
 
     def classify(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The prediction columns of a classifier on ``x`` (float NCHW in [0, 1] on the model's
@@ -262,6 +286,17 @@ class Benchmark:
 def metric_rows_text(metrics: Iterable[MetricRow]) -> list[str]:
     """Every metric row as ``name  setting  value`` (the fallback layout)."""
     return [f"{name:<24}{setting:<24}{value:.6g}" for name, setting, value in metrics]
+
+
+def model_input(model: Any, batch: Batch):
+    """What a classifier is called on for ``batch``, on its device: the uint8 (N, H, W, 3) pixels
+    as loaded when it takes them (``takes_pixels``: a :class:`~robustlab.models.Classifier` makes
+    its own input from them, in one pass on the CPU), else float (N, 3, H, W) in [0, 1]; the same
+    network input either way."""
+    device = model_device(model)
+    if getattr(model, "takes_pixels", False) and batch.stacked:
+        return batch.stacked_pixels(device)
+    return batch.stacked_inputs(device)
 
 
 def model_device(model: Any) -> torch.device:

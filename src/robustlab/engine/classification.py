@@ -12,7 +12,8 @@ Stored columns of a classification unit (one row per sample that could be read):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextvars
+from collections.abc import Callable, Iterable, Mapping
 
 from typing import TYPE_CHECKING
 
@@ -22,16 +23,53 @@ if TYPE_CHECKING:
     import torch
 
 
+#: Set by an executor that keeps a batch ahead on a CUDA device: :func:`classify_batch` then
+#: returns :class:`PendingColumns` (the device's results copied back asynchronously) instead of
+#: waiting for them, so the next batch's work is queued on the device while this one finishes.
+DEFER_RESULTS: contextvars.ContextVar[bool] = contextvars.ContextVar("robustlab_defer_results", default=False)
+
+
+class PendingColumns(Mapping):
+    """Prediction columns still on their way from the device. Looking at them (or
+    :func:`resolve_columns`) waits for the device and checks them, raising the same errors as
+    :func:`classify_batch` (NaN or +inf logits)."""
+
+    def __init__(self, finish: Callable[[], dict[str, np.ndarray]]) -> None:
+        self._finish: Callable[[], dict[str, np.ndarray]] | None = finish
+        self._columns: dict[str, np.ndarray] | None = None
+
+    def resolve(self) -> dict[str, np.ndarray]:
+        if self._columns is None:
+            finish, self._finish = self._finish, None
+            self._columns = finish()
+        return self._columns
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.resolve()[name]
+
+    def __iter__(self):
+        return iter(self.resolve())
+
+    def __len__(self) -> int:
+        return len(self.resolve())
+
+
+def resolve_columns(columns: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
+    """Plain columns: :class:`PendingColumns` waited for, anything else as it is."""
+    return columns.resolve() if isinstance(columns, PendingColumns) else columns
+
+
 def classify_batch(model: torch.nn.Module, x: torch.Tensor, *, top_k: int = 5, save_logits: bool = False,
                    num_classes: int | None = None) -> dict[str, np.ndarray]:
     """Run ``model`` on ``x`` (float NCHW [0, 1]) and return the batch's prediction columns.
 
     Raises ModelError (naming the model) for NaN/inf logits, a wrong shape or a wrong number
-    of classes.
+    of classes. On a CUDA device under :data:`DEFER_RESULTS` the columns come back as
+    :class:`PendingColumns` (the same values, and the same errors when they are looked at).
     """
     import torch
 
-    from ..models.protocol import check_logits, nonfinite_error
+    from ..models.protocol import check_logits
 
     with torch.inference_mode():
         logits = model(x)
@@ -41,13 +79,25 @@ def classify_batch(model: torch.nn.Module, x: torch.Tensor, *, top_k: int = 5, s
     # NaN or +inf logits make their row's softmax NaN, so checking the top-k scores (N x k,
     # already on the CPU) catches them without another pass over the full logits.
     scores, index = torch.topk(torch.softmax(logits, dim=1), k, dim=1)
-    scores = scores.cpu().numpy()
+    index = index.to(torch.int32)
+    if DEFER_RESULTS.get() and scores.device.type == "cuda":
+        host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t, non_blocking=True)
+                for t in ((scores, index, logits) if save_logits else (scores, index))]
+        done = torch.cuda.Event()
+        done.record()
+        return PendingColumns(lambda: (done.synchronize(), _columns(name, *[t.numpy() for t in host]))[1])
+    return _columns(name, scores.cpu().numpy(), index.cpu().numpy(), logits.cpu().numpy() if save_logits else None)
+
+
+def _columns(name: str, scores: np.ndarray, index: np.ndarray, logits: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    from ..models.protocol import nonfinite_error
+
     bad = ~np.isfinite(scores).all(axis=1)
     if bad.any():
-        raise nonfinite_error(name, int(bad.sum()), x.shape[0])
-    out = {"top5_index": index.to(torch.int32).cpu().numpy(), "top5_score": scores}
-    if save_logits:
-        out["logits"] = logits.cpu().numpy()
+        raise nonfinite_error(name, int(bad.sum()), scores.shape[0])
+    out = {"top5_index": index, "top5_score": scores}
+    if logits is not None:
+        out["logits"] = logits
     return out
 
 

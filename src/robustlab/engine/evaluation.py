@@ -15,6 +15,7 @@ from ..environment import describe_differences, distinct_environments
 from ..errors import InputError
 from ..models.preprocessing import Preprocessing
 from .benchmark import Benchmark, MetricRow, get_benchmark
+from .runtime import RunOptions
 from .schema import OptionSchema
 
 
@@ -148,7 +149,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
              batch_size: int = 64, device: str | None = None, preprocessing: Preprocessing | dict | None = None,
              num_classes: int | None = None, progress: str | bool | None = None, wrap: str | list[str] | None = None,
              executor: str | Any = "local", tag: str | None = None, fingerprint: str = "stat",
-             max_pixels: int | None = None, **options: Any) -> EvaluationResult:
+             max_pixels: int | None = None, precision: str | None = None, channels_last: bool | None = None,
+             compile: bool | None = None, decode: str | None = None, **options: Any) -> EvaluationResult:
     """Evaluate ``model`` on ``benchmark`` over ``data``; store per-sample results; return metrics.
 
     Parameters
@@ -181,6 +183,12 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     max_pixels : int, optional
         Largest image decoded (width x height; default Pillow's decompression-bomb limit,
         178,956,970); larger ones are skipped as problems. Part of the run's identity when given.
+    precision, channels_last, compile, decode : optional
+        How the model runs (:mod:`robustlab.engine.runtime`): ``precision`` ``fp32`` (default),
+        ``bf16`` or ``fp16`` (autocast); ``channels_last`` (weights in channels-last memory,
+        converted in place); ``compile`` (:func:`torch.compile`); ``decode`` ``cpu`` (default) or
+        ``gpu`` (JPEG files of released sets decoded with nvJPEG on the device). Each is part of
+        the run's identity when not the default, and is checked on the device before any unit runs.
     **options : the benchmark's options and the executor's
         Each goes where it is declared: the benchmark's schema (``corruptions``, ``severities``,
         ``limit``, ``clean_data``, ``seed``, ``save_logits``...: ``robustlab evaluate -b NAME
@@ -203,7 +211,8 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     bench_options, executor_options = split_options(bench, executor, options)
     runner = get_executor(executor, **executor_options)
     check_device(device)
-    config = run_config(bench, data, bench_options, device, tag=tag, max_pixels=max_pixels)
+    run_options = RunOptions.of(precision, channels_last, compile, decode)
+    config = run_config(bench, data, bench_options, device, tag=tag, max_pixels=max_pixels, run_options=run_options)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
                      "num_classes": num_classes, "wrap": _canonical_wrap(wrap)}
     loaded = None
@@ -212,6 +221,7 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
         loaded = identify(model, preprocessing, num_classes, wrap, device)
         config["model_hash"] = loaded.digest  # the model's content: a changed model is a new run
         check_budget(loaded.model, preprocessing, batch_size, runner, config.get("max_pixels"))
+        check_run_options(run_options, bench, config, device, runner)
     else:  # the benchmark reads results made elsewhere: the model is only a name
         name = model if isinstance(model, str) else model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
@@ -267,10 +277,14 @@ def split_options(bench: Benchmark, executor: Any, options: Mapping[str, Any]) -
 
 
 def run_config(bench: Benchmark, data: str | Path, options: Mapping[str, Any], device: str | None, *,
-               tag: str | None = None, max_pixels: int | None = None) -> dict[str, Any]:
+               tag: str | None = None, max_pixels: int | None = None,
+               run_options: RunOptions | None = None) -> dict[str, Any]:
     """The run's config: the benchmark's (from its options, with device-dependent defaults), plus the
-    ``tag`` and ``max_pixels`` that are part of any run's identity when given."""
+    ``tag``, ``max_pixels`` and run options (precision, ...) that are part of any run's identity when
+    given (the defaults add nothing, so runs stored before them keep their ids)."""
     config = bench.config_for(data, **bench.evaluation_options(dict(options), device))
+    if run_options is not None:
+        config.update(run_options.config())
     if tag is not None:
         if not isinstance(tag, str) or not tag.strip():
             raise InputError(f"tag must be a non-empty string; got {tag!r}.")
@@ -280,6 +294,20 @@ def run_config(bench: Benchmark, data: str | Path, options: Mapping[str, Any], d
 
         config["max_pixels"] = check_max_pixels(max_pixels)
     return config
+
+
+def check_run_options(options: RunOptions, bench: Benchmark, config: Mapping[str, Any], device: str | None,
+                      runner: Any) -> None:
+    """Refuse, before the run is registered, run options that cannot run here (see
+    :meth:`RunOptions.check`); ``--decode gpu`` runs with the local executor only."""
+    if options == RunOptions():
+        return
+    from ..models.protocol import select_device
+
+    if options.decode == "gpu" and getattr(runner, "name", "") != "local":
+        raise InputError(f"--decode gpu runs with the local executor (its workers send the JPEG bytes to this "
+                         f"process's GPU); with --executor {runner.name} use --decode cpu (the default).")
+    options.check(select_device(device), reads_files=bench.reads_files(config))
 
 
 def resolve_related_runs(store, bench: Benchmark, config: dict[str, Any]) -> None:

@@ -6,9 +6,11 @@ and commits each finished unit to the store exactly once. Every executor compute
 batches (consecutive slices of ``batch_size`` samples, never crossing a unit) with the same
 code (:mod:`robustlab.engine.work`), so their stored columns are identical.
 
-- ``local`` (:class:`LocalExecutor`): one :class:`torch.utils.data.DataLoader`; worker
-  processes read, decode, corrupt and resize samples (uint8, shared memory) while this process
-  runs batched inference (GPU when present, else CPU threads).
+- ``local`` (:class:`LocalExecutor`): worker processes read, decode, corrupt and resize
+  samples straight into batch slots in shared memory (uint8; pinned for the GPU), decoding each
+  image once for all the units that make their samples from it, while this process runs
+  batched inference one batch ahead (GPU when present, else CPU threads); see
+  :mod:`robustlab.engine.pipeline`.
 - ``ray`` (:class:`robustlab.engine.ray_executor.RayExecutor`, ``pip install "robustlab[ray]"``):
   Ray tasks load batches, actors that load the model once run inference, on a local Ray or the
   cluster at ``RAY_ADDRESS``.
@@ -21,9 +23,7 @@ command line pass it its options (:meth:`Executor.from_options`).
 
 from __future__ import annotations
 
-import functools
 import os
-import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import interrupts
-from ..data.jobs import exit_with_parent, pool_context
 from ..errors import InputError
 from ..registry import Registry
 from .benchmark import Benchmark
@@ -93,20 +92,32 @@ class ImagePreparer:
     Workers receive this small picklable object instead of the model (which may be large, or a
     user's class that cannot be pickled). Attributes: ``preprocessing`` (the adapter's
     :class:`~robustlab.models.Preprocessing`, or None), ``precomputed`` (True for result-file
-    "models" that need no pixels) and ``max_pixels`` (the run's image-size limit, applied while
-    a batch loads). Calling it prepares one uint8 HxWx3 image.
+    "models" that need no pixels), ``max_pixels`` (the run's image-size limit, applied while
+    a batch loads) and ``decode`` (``gpu``: JPEG files are sent undecoded, see
+    :mod:`robustlab.engine.runtime`). Calling it prepares one uint8 HxWx3 image.
     """
 
     preprocessing: Any = None
     precomputed: bool = False
     max_pixels: int | None = None
+    decode: str = "cpu"
 
     @classmethod
-    def of(cls, model: Any, max_pixels: int | None = None) -> ImagePreparer:
-        return cls(getattr(model, "preprocessing", None), bool(getattr(model, "precomputed", False)), max_pixels)
+    def of(cls, model: Any, max_pixels: int | None = None, decode: str = "cpu") -> ImagePreparer:
+        return cls(getattr(model, "preprocessing", None), bool(getattr(model, "precomputed", False)), max_pixels,
+                   decode)
 
     def __call__(self, image: np.ndarray) -> np.ndarray:
         return image if self.preprocessing is None else self.preprocessing.prepare_image(image)
+
+    def pil(self, image):
+        """The same on a decoded PIL image (readers call it before converting to numpy)."""
+        return image if self.preprocessing is None else self.preprocessing.prepare_pil(image)
+
+    @property
+    def output_size(self) -> tuple[int, int] | None:
+        """(height, width) of every prepared image when fixed (the model's crop), else None."""
+        return None if self.preprocessing is None else self.preprocessing.crop
 
 
 @dataclass(frozen=True)
@@ -297,73 +308,91 @@ def batch_tasks(stream: UnitStream, ledger: UnitLedger, batch_size: int,
 # --- local executor ----------------------------------------------------------------------------------
 
 
-class _BatchLoader:
-    """``loader[task]`` -> the task's :class:`~robustlab.engine.records.Batch` (in a worker); the
-    local executor's map-style dataset (torch is imported where it runs, not with this module)."""
-
-    def __init__(self, benchmark: Benchmark, prepare: ImagePreparer) -> None:
-        self.benchmark = benchmark
-        self.prepare = prepare
-
-    def __getitem__(self, task: BatchTask):
-        import torch
-        from torch.utils.data import get_worker_info
-
-        shared = get_worker_info() is not None
-        batch = load_batch(self.benchmark, task, self.prepare, stack=stack_shared if shared else None)
-        if shared and isinstance(batch.pixels, list):  # torch tensors travel through shared memory
-            batch.pixels = [torch.from_numpy(np.ascontiguousarray(p)) for p in batch.pixels]
-        return batch
-
-
-def pass_through(batch):
-    """Collate function of the local DataLoader: tasks already load whole batches."""
-    return batch
-
-
-def stack_shared(arrays: list[np.ndarray]):
-    """Stack equal-shape uint8 arrays into one tensor; in a worker, straight into shared memory
-    (as torch's default collate does), so sending the batch to the main process copies nothing."""
-    import torch
-    from torch.utils.data import get_worker_info
-
-    shape = (len(arrays), *arrays[0].shape)
-    if get_worker_info() is None:
-        return torch.from_numpy(np.stack(arrays))
-    storage = torch.UntypedStorage._new_shared(int(np.prod(shape)) * arrays[0].dtype.itemsize)
-    out = torch.empty(0, dtype=torch.from_numpy(arrays[0][:0]).dtype).set_(storage, 0, shape)
-    np.stack(arrays, out=out.numpy())
-    return out
-
-
-def _init_worker(_: int, main_pid: int | None = None) -> None:
-    """Worker set-up: exit soon after the run's main process dies (even by SIGKILL); Ctrl-C
-    goes to the parent; OpenCV single-threaded (the workers share the cores; torch already
-    limits itself to one thread in DataLoader workers). Kept this light on purpose:
-    threadpoolctl and numba thread set-up cost ~10% of a short run's CPU time.
-
-    Workers start from a forkserver (:func:`robustlab.data.jobs.pool_context`), never by forking
-    this process: forking a process whose OpenCV or OpenMP thread pools are running leaves the
-    child's pools deadlocked (seen: ``cv2.setNumThreads`` hanging forever in a forked worker)."""
-    exit_with_parent(main_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import cv2
-
-    cv2.setNumThreads(1)
-
-
-#: Modules the forkserver imports once, so each worker starts in milliseconds.
-WORKER_PRELOAD = ("torch", "robustlab.corruptions.kernels", "robustlab.data.classification", "robustlab.engine.work")
-
-
 def default_workers() -> int:
     """Worker processes for decoding/corruption: the CPU count minus one for the main process."""
     return max(0, min(8, (os.cpu_count() or 1) - 1))
 
 
+def slot_bytes(prepare: ImagePreparer, batch_size: int) -> int:
+    """Bytes of one batch slot: a batch of images at the model's input size (224 x 224 when the
+    model takes any size; batches that do not fit travel another way, see
+    :class:`~robustlab.engine.loading.SlotSink`)."""
+    h, w = prepare.output_size or (224, 224)
+    return int(batch_size) * max(h * w, 224 * 224) * 3
+
+
+class BatchRunner:
+    """Runs the model on loaded batches and records their columns.
+
+    On a CUDA device it keeps one batch ahead: a batch's pixels go to the device on a copy
+    stream (from the pinned slot, by DMA) and its model is launched before the results of the
+    batch before it are waited for, so the device is never idle between two batches. A batch's
+    slot is given back once its results are in (its copy is then certainly done)."""
+
+    def __init__(self, benchmark: Benchmark, net: Any, config: dict, device: Any, ledger: UnitLedger,
+                 stats: ExecutionStats, start: float) -> None:
+        import torch
+
+        self.benchmark, self.net, self.config, self.device = benchmark, net, config, device
+        self.ledger, self.stats, self.start = ledger, stats, start
+        self.cuda = device.type == "cuda"
+        self.copy_stream = torch.cuda.Stream(device) if self.cuda else None
+        self.previous: tuple[Any, Any] | None = None
+
+    def push(self, loaded) -> None:
+        from ..models.pixels import decode_on_device, is_encoded
+
+        batch = loaded.batch
+        raise_batch_error(batch)
+        if isinstance(batch.pixels, list) and any(is_encoded(p) for p in batch.pixels):
+            batch.pixels = decode_on_device(batch.pixels, self.device)  # --decode gpu
+        elif self.cuda:
+            batch.pixels = self._to_device(batch.pixels)
+        columns = predict_batch(self.benchmark, self.net, batch, self.config) if len(batch) else None
+        if self.stats.first_batch_seconds is None:
+            self.stats.first_batch_seconds = time.perf_counter() - self.start
+        if not self.cuda:
+            self._finish(loaded, columns)
+            return
+        previous, self.previous = self.previous, (loaded, columns)
+        if previous is not None:
+            self._finish(*previous)
+
+    def flush(self) -> None:
+        if self.previous is not None:
+            previous, self.previous = self.previous, None
+            self._finish(*previous)
+
+    def _finish(self, loaded, columns) -> None:
+        from .classification import resolve_columns
+
+        columns = resolve_columns(columns)
+        batch = loaded.batch
+        batch.pixels = None  # the unit keeps its batches' ids and labels until it is stored, not their pixels
+        loaded.release()
+        self.ledger.record(batch, columns)
+
+    def _to_device(self, pixels: Any) -> Any:
+        import torch
+
+        if isinstance(pixels, list):
+            return [self._to_device(p) for p in pixels]
+        if not isinstance(pixels, torch.Tensor) or pixels.device.type != "cpu":
+            return pixels
+        compute = torch.cuda.current_stream(self.device)
+        with torch.cuda.stream(self.copy_stream):
+            on_device = pixels.to(self.device, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record(self.copy_stream)
+        compute.wait_event(copied)
+        on_device.record_stream(compute)
+        return on_device
+
+
 @register_executor
 class LocalExecutor(Executor):
-    """Worker processes decode/corrupt, this process batches inference (see the module docstring).
+    """Worker processes decode/corrupt into shared batch slots, this process batches inference
+    (see the module docstring and :mod:`robustlab.engine.pipeline`).
 
     Parameters
     ----------
@@ -388,19 +417,32 @@ class LocalExecutor(Executor):
         batch_size = check_batch_size(batch_size)
         net = loaded if loaded is not None else model.load()
         import torch
-        from torch.utils.data import DataLoader
 
+        from .classification import DEFER_RESULTS
+        from .pipeline import BatchFeed, LoadingPool, slices
+        from .slots import SlotArena, slot_count
+
+        from .runtime import RunOptions
+
+        options = RunOptions.from_config(config)
+        net = options.prepare_model(net)
         device = getattr(net, "device", None) or torch.device("cpu")
         stats = ExecutionStats()
         start = time.perf_counter()
         workers = self.workers
-        with run_progress(description, progress) as bar, SharedSources() as shared:
+        prepare = ImagePreparer.of(net, config.get("max_pixels"), options.decode)
+        size = slot_bytes(prepare, batch_size) if workers else 0
+        with run_progress(description, progress) as bar, SharedSources() as shared, \
+                SlotArena(slot_count(workers, size) if workers else 0, size) as arena:
+            if device.type == "cuda":
+                arena.pin()
             handles: dict[str, Any] = {}
 
             def share(work: UnitWork):
                 if not workers:
                     return work.source
-                handles[work.key] = shared.share(work.source)
+                if work.key not in handles:
+                    handles[work.key] = shared.share(work.source)
                 return handles[work.key]
 
             def release(work: UnitWork) -> None:
@@ -409,21 +451,22 @@ class LocalExecutor(Executor):
                     shared.release(handle)
 
             ledger = UnitLedger(store, run_id, batch_size, bar, stats, on_unit_done=release)
-            loader = DataLoader(
-                _BatchLoader(benchmark, ImagePreparer.of(net, config.get("max_pixels"))),
-                sampler=batch_tasks(stream, ledger, batch_size, share),
-                batch_size=None, num_workers=workers, collate_fn=pass_through,
-                pin_memory=device.type == "cuda",
-                worker_init_fn=functools.partial(_init_worker, main_pid=os.getpid()) if workers else None,
-                prefetch_factor=4 if workers else None, persistent_workers=False,
-                multiprocessing_context=pool_context(WORKER_PRELOAD) if workers else None,
-            )
-            for batch in loader:
-                raise_batch_error(batch)
-                columns = predict_batch(benchmark, net, batch, config) if len(batch) else None
-                if stats.first_batch_seconds is None:
-                    stats.first_batch_seconds = time.perf_counter() - start
-                ledger.record(batch, columns)
+
+            def planned():
+                yield from slices(stream, batch_size, lambda unit: benchmark.shared_reads(config, unit), ledger.expect)
+                bar.set_units_total(stream.yielded)
+
+            pool = LoadingPool(benchmark, prepare, workers, arena)
+            token = DEFER_RESULTS.set(device.type == "cuda")
+            try:
+                feed = BatchFeed(pool, arena, planned(), share, max_in_flight=max(2, 2 * workers),
+                                 max_bases=max(1, min(2, arena.count - 2)) if arena.count else 2)
+                runner = BatchRunner(benchmark, net, config, device, ledger, stats, start)
+                for item in feed:
+                    runner.push(item)
+                runner.flush()
+            finally:
+                DEFER_RESULTS.reset(token)
+                pool.close()
         stats.seconds = time.perf_counter() - start
         return stats
-

@@ -66,6 +66,7 @@ from .ray_cluster import (
 )
 from .ray_connect import CONNECT_TIMEOUT, RayAddress, client_start_failed, init_options, probe_address
 from .watchdog import STALL_TIMEOUT, Watchdog, check_stall_timeout
+from .runtime import RunOptions
 from .work import UnitStream, load_batch, predict_batch, raise_batch_error, raise_recorded
 
 #: Batches in flight per load slot and per actor (keeps every worker busy, bounds memory).
@@ -109,7 +110,8 @@ class InferenceActor:
         self.benchmark, self.config = benchmark, config
         self.error: tuple[str, str] | None = None
         try:
-            self.model = model.load(device="cuda" if ray.get_gpu_ids() else "cpu")
+            self.model = RunOptions.from_config(config).prepare_model(model.load(device="cuda" if ray.get_gpu_ids()
+                                                                                 else "cpu"))
         except RobustlabError as exc:
             self.model, self.error = None, (type(exc).__name__, str(exc))
 

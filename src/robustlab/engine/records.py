@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError, RobustlabError
+from ..models.pixels import to_float
 
 if TYPE_CHECKING:  # torch is imported where pixels become tensors, not when records are
     import torch
@@ -164,18 +165,6 @@ class Batch:
         return torch.as_tensor(self.labels, dtype=torch.int64, device=device)
 
 
-def to_float(pixels: Any, device: torch.device | str, *, channels_first: bool = True) -> torch.Tensor:
-    """uint8 channels-last pixels (numpy or torch) -> float32 [0, 1] tensor on ``device``."""
-    import torch
-
-    t = pixels if isinstance(pixels, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(pixels))
-    device = torch.device(device)
-    t = t.to(device, non_blocking=device.type == "cuda")
-    if channels_first:
-        t = t.movedim(-1, -3)
-    return t.float().div_(255.0)
-
-
 def context_columns(contexts: Sequence[Any]) -> dict[str, np.ndarray]:
     """One numpy column per field of a list of context dataclasses (all of one type)."""
     if not contexts or contexts[0] is None:
@@ -187,30 +176,60 @@ def context_columns(contexts: Sequence[Any]) -> dict[str, np.ndarray]:
     return {name: np.asarray([getattr(c, name) for c in contexts]) for name in names}
 
 
+class PixelSink:
+    """Where a loader puts each sample's pixels as the sample loads, so a batch never holds them
+    twice. This one keeps them and, at the end, stacks them (:func:`numpy.stack`, or ``stack``)
+    when they share a shape, else returns them as a list; the local executor's sink writes each
+    straight into its batch slot in shared memory (:mod:`robustlab.engine.loading`)."""
+
+    #: True when the sink keeps references to the arrays it is given (False: it copies them).
+    keeps = True
+
+    def __init__(self, stack=None) -> None:
+        self.stack = stack
+        self.items: list[Any] = []
+        self.missing = 0
+
+    def add(self, pixels: Any) -> None:
+        if pixels is None:
+            self.missing += 1
+        else:
+            self.items.append(pixels)
+
+    def check(self, unit: str) -> None:
+        if self.items and self.missing:
+            raise RobustlabError(f"unit {unit}: some samples of a batch have pixels and others none; a loader must "
+                                 "return pixels for every sample or for none.")
+
+    def result(self, unit: str = "") -> Any:
+        """The batch's pixels: one stacked array, a list (sizes differ) or None (no pixels)."""
+        self.check(unit)
+        if not self.items:
+            return None
+        if len({tuple(p.shape) for p in self.items}) == 1:
+            return (self.stack or np.stack)(self.items)
+        return list(self.items)
+
+
 def collate(samples: Sequence[Sample], *, unit: str = "", start: int = 0,
             positions: Sequence[int] | None = None, problems: Sequence[tuple[int, str, str]] = (),
-            stack=None) -> Batch:
+            stack=None, sink: PixelSink | None = None) -> Batch:
     """Turn loaded samples into a :class:`Batch` (see the module docstring).
 
     ``positions`` are the samples' positions in their unit (default ``start, start+1, ...``);
-    ``stack(arrays) -> array`` stacks equal-shape pixels (default :func:`numpy.stack`; the
-    local executor stacks straight into shared memory).
+    ``stack(arrays) -> array`` stacks equal-shape pixels (default :func:`numpy.stack`). A loader
+    that already put each sample's pixels into a ``sink`` (:class:`PixelSink`) as it loaded
+    passes it, with samples whose ``pixels`` are None.
     """
     positions = np.arange(start, start + len(samples), dtype=np.int64) if positions is None else \
         np.asarray(positions, dtype=np.int64)
     ids = np.asarray([s.id for s in samples], dtype=object).astype(str) if samples else np.zeros(0, dtype="<U1")
     labels = np.asarray([s.label for s in samples], dtype=np.int64)
-    pixels = [s.pixels for s in samples if s.pixels is not None]
-    if len(pixels) not in (0, len(samples)):
-        raise RobustlabError(f"unit {unit}: some samples of a batch have pixels and others none; a loader must "
-                             "return pixels for every sample or for none.")
-    stacked: Any = None
-    if pixels:
-        if len({tuple(p.shape) for p in pixels}) == 1:
-            stacked = (stack or np.stack)(pixels)
-        else:
-            stacked = list(pixels)
-    return Batch(unit=unit, start=start, positions=positions, ids=ids, labels=labels, pixels=stacked,
+    if sink is None:
+        sink = PixelSink(stack)
+        for s in samples:
+            sink.add(s.pixels)
+    return Batch(unit=unit, start=start, positions=positions, ids=ids, labels=labels, pixels=sink.result(unit),
                  context=context_columns([s.context for s in samples]), problems=list(problems))
 
 

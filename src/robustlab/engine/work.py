@@ -15,6 +15,7 @@ Every executor (local DataLoader, Ray) runs the same pieces:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import pickle
@@ -30,7 +31,7 @@ import numpy as np
 from ..environment import environment_record
 from ..errors import DataError, InputError, ModelError, RobustlabError
 from .benchmark import Benchmark, Unit
-from .records import Batch, collate, sample_id
+from .records import Batch, PixelSink, collate, sample_id
 
 #: Fingerprint modes: file sizes and modification times (default, cheap), or content hashes.
 FINGERPRINT_MODES = ("stat", "content")
@@ -220,16 +221,22 @@ class BatchTask:
     stop: int
 
 
-def load_batch(benchmark: Benchmark, task: BatchTask, prepare, *, stack=None) -> Batch:
+def load_batch(benchmark: Benchmark, task: BatchTask, prepare, *, sink: PixelSink | None = None,
+               source: Any = None) -> Batch:
     """Worker side: load the task's samples into a Batch.
 
-    A sample whose loading raises a robustlab error (unreadable file, image too small for a
-    corruption...) becomes a problem of the batch; any other robustlab error is returned in
-    ``Batch.error`` so the executor raises it as one clear message, not as a worker traceback.
+    Each sample's pixels go to ``sink`` as the sample loads (default: kept, then stacked; see
+    :class:`~robustlab.engine.records.PixelSink`). ``source`` replaces the task's own sample set
+    (the local executor's decode-once passes a view of images already read). A sample whose
+    loading raises a robustlab error (unreadable file, image too small for a corruption...)
+    becomes a problem of the batch; any other robustlab error is returned in ``Batch.error`` so
+    the executor raises it as one clear message, not as a worker traceback.
     """
     from ..data.images import max_pixels_limit
 
-    source = task.source.get() if isinstance(task.source, SourceHandle) else task.source
+    if source is None:
+        source = task.source.get() if isinstance(task.source, SourceHandle) else task.source
+    sink = PixelSink() if sink is None else sink
     samples, positions, problems = [], [], []
     try:
         with max_pixels_limit(getattr(prepare, "max_pixels", None)):
@@ -239,12 +246,18 @@ def load_batch(benchmark: Benchmark, task: BatchTask, prepare, *, stack=None) ->
                 except RobustlabError as exc:
                     problems.append((i, sample_id(source, i), str(exc)))
                     continue
+                sink.add(sample.pixels)
                 samples.append(sample)
                 positions.append(i)
-        return collate(samples, unit=task.unit, start=task.start, positions=positions, problems=problems, stack=stack)
+        return collate(samples, unit=task.unit, start=task.start, positions=positions, problems=problems, sink=sink)
     except RobustlabError as exc:
-        return Batch(unit=task.unit, start=task.start, positions=np.zeros(0, np.int64), ids=np.zeros(0, "<U1"),
-                     labels=np.zeros(0, np.int64), error=(type(exc).__name__, str(exc)))
+        return failed_batch(task, exc)
+
+
+def failed_batch(task: BatchTask, exc: RobustlabError) -> Batch:
+    """A batch that carries the robustlab error its loading raised (the executor raises it)."""
+    return Batch(unit=task.unit, start=task.start, positions=np.zeros(0, np.int64), ids=np.zeros(0, "<U1"),
+                 labels=np.zeros(0, np.int64), error=(type(exc).__name__, str(exc)))
 
 
 def raise_batch_error(batch: Batch) -> None:
@@ -265,10 +278,16 @@ def raise_recorded(error: tuple[str, str]) -> None:
 
 
 def predict_batch(benchmark: Benchmark, model: Any, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """``benchmark.predict`` on a batch; an exception other than a robustlab error becomes a
-    ModelError naming the model, the unit and the batch's samples."""
+    """``benchmark.predict`` on a batch, under the run's precision (:mod:`robustlab.engine.runtime`);
+    an exception other than a robustlab error becomes a ModelError naming the model, the unit and
+    the batch's samples."""
+    from .benchmark import model_device
+    from .runtime import RunOptions
+
+    options = RunOptions.from_config(config)
     try:
-        return benchmark.predict(model, batch, config)
+        with options.autocast(model_device(model)) if options.dtype is not None else contextlib.nullcontext():
+            return benchmark.predict(model, batch, config)
     except RobustlabError:
         raise
     except Exception as exc:  # the model (or the user's code in it) failed

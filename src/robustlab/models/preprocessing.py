@@ -139,19 +139,36 @@ class Preprocessing:
         """Resize and centre-crop a uint8 HxWx3 image to the model's input size (uint8 out).
 
         Images already at the input size are returned unchanged. Without resize and crop the
-        image is returned unchanged.
+        image is returned unchanged. The pixels are those of :meth:`prepare_pil` (PIL's
+        resampling), which readers call on the decoded image directly.
         """
         h, w = image.shape[:2]
+        if self._is_model_size(h, w) or (self.resize is None and self.crop is None):
+            return image
+        if self.resize is not None and self._resized_size(h, w) != (h, w):
+            return np.asarray(self.prepare_pil(Image.fromarray(image)))
+        if self.crop is not None:
+            image = _center_crop_numpy(image, self.crop)
+        return np.ascontiguousarray(image)
+
+    def prepare_pil(self, image: Image.Image) -> Image.Image:
+        """:meth:`prepare_image` on a decoded PIL image (RGB), without leaving PIL: the same
+        resize (PIL's resampling, antialiased) and the same centre crop, so the pixels are
+        identical to ``prepare_image(np.asarray(image))``. Readers use it to go from the decoder
+        to the model's input size with one conversion to numpy, of the cropped image only."""
+        w, h = image.size
         if self._is_model_size(h, w) or (self.resize is None and self.crop is None):
             return image
         if self.resize is not None:
             nh, nw = self._resized_size(h, w)
             if (nh, nw) != (h, w):
-                image = np.asarray(Image.fromarray(image).resize((nw, nh), _PIL_MODES[self.interpolation]))
+                image = image.resize((nw, nh), _PIL_MODES[self.interpolation])
                 h, w = nh, nw
         if self.crop is not None:
-            image = _center_crop_numpy(image, self.crop)
-        return np.ascontiguousarray(image)
+            top, left = _crop_box(h, w, self.crop)
+            if (h, w) != self.crop:
+                image = image.crop((left, top, left + self.crop[1], top + self.crop[0]))
+        return image
 
     # --- torch (float NCHW in [0, 1]), differentiable ----------------------------------------
 
@@ -181,10 +198,67 @@ class Preprocessing:
 
         mean = torch.as_tensor(self.mean, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
         std = torch.as_tensor(self.std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-        return (x - mean) / std
+        # (x - mean) / std with one new tensor: the division is done in place on the difference
+        # (the same values; autograd needs neither operand of an in-place division by a constant)
+        return (x - mean).div_(std)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.normalize(self.geometry(x))
+
+    def leaves_size(self, h: int, w: int) -> bool:
+        """True when :meth:`geometry` leaves an image of ``h`` x ``w`` pixels as it is."""
+        if self._is_model_size(h, w):
+            return True
+        if self.resize is not None and self._resized_size(h, w) != (h, w):
+            return False
+        return self.crop is None or self.crop == (h, w)
+
+    def from_pixels(self, pixels: torch.Tensor) -> torch.Tensor:
+        """uint8 (N, H, W, 3) pixels -> what the network gets: ``self(to_float(pixels))``, the same
+        values, in one pass on the CPU when no resize or crop is left to do
+        (:func:`robustlab.models.pixels.normalized_input`)."""
+        from .pixels import normalized_input, to_float
+
+        h, w = int(pixels.shape[1]), int(pixels.shape[2])
+        if not self.leaves_size(h, w):
+            return self(to_float(pixels, pixels.device))
+        if self.mean is None:
+            return to_float(pixels, pixels.device)
+        return normalized_input(pixels, self.normalize, _level_table(self))
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A :class:`Preprocessing`'s resize and centre crop as a picklable image function: called on a
+    uint8 HxWx3 array it returns :meth:`Preprocessing.prepare_image`; ``pil`` is the same on a
+    decoded PIL image (:meth:`Preprocessing.prepare_pil`), which readers apply before converting
+    to numpy (:func:`robustlab.data.images.read_image`'s ``prepare``)."""
+
+    preprocessing: Preprocessing
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        return self.preprocessing.prepare_image(image)
+
+    def pil(self, image: Image.Image) -> Image.Image:
+        return self.preprocessing.prepare_pil(image)
+
+    @property
+    def output_size(self) -> tuple[int, int] | None:
+        """(height, width) of every image it returns, when fixed (a crop), else None."""
+        return self.preprocessing.crop
+
+
+_LEVEL_TABLES: dict[tuple, np.ndarray] = {}
+
+
+def _level_table(preprocessing: Preprocessing) -> np.ndarray:
+    """The CPU lookup table of a normalisation (built once per mean and std in a process)."""
+    key = (preprocessing.mean, preprocessing.std)
+    if key not in _LEVEL_TABLES:
+        from .pixels import level_table
+
+        _LEVEL_TABLES[key] = level_table(preprocessing.normalize)
+    return _LEVEL_TABLES[key]
 
 
 def _crop_box(h: int, w: int, size: tuple[int, int]) -> tuple[int, int]:

@@ -82,7 +82,16 @@ class Classifier(ModelAdapter):
 
     task = "classification"
 
+    @property
+    def takes_pixels(self) -> bool:
+        """Whether ``forward`` also takes uint8 (N, H, W, 3) pixels (the engine then hands it the
+        batch as loaded; see :meth:`~robustlab.models.preprocessing.Preprocessing.from_pixels`).
+        A subclass with its own ``forward`` does not, unless it says so."""
+        return type(self).forward is Classifier.forward
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.uint8:  # pixels as loaded: the same input as from their float form
+            return self.net(self.preprocessing.from_pixels(x))
         return self.net(self.preprocessing(x))
 
 
