@@ -415,7 +415,7 @@ def read_jpeg_bytes(path: str | os.PathLike, *, max_pixels: int | None = None) -
                         "remove it from the dataset.") from exc
     if width * height > limit:
         raise _too_large(p, width, height, limit)
-    return np.frombuffer(data, np.uint8)
+    return np.frombuffer(bytearray(data), np.uint8)  # writable: torch takes it without a copy
 
 
 def encode_image(image: np.ndarray, fmt: str = "png", *, quality: int = 85) -> bytes:

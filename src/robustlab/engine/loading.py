@@ -38,6 +38,9 @@ from .work import BatchTask, SourceHandle, load_batch, raise_recorded
 
 # --- tasks and results -------------------------------------------------------------------------------
 
+#: The id of the result a worker sends once it has mapped the slot arena.
+ATTACHED = -1
+
 
 @dataclass(frozen=True)
 class BaseRef:
@@ -113,7 +116,7 @@ class SlotSink(PixelSink):
         pixels = np.asarray(pixels)
         shape = tuple(pixels.shape)
         if self.view is None:
-            if pixels.dtype != np.uint8 or not self.arena.fits((self.capacity, *shape)):
+            if pixels.dtype != np.uint8 or pixels.ndim < 2 or not self.arena.fits((self.capacity, *shape)):
                 self._give_up()
                 super().add(pixels)
                 return
@@ -250,7 +253,8 @@ def run_task(task: LoadTask | ReadTask, arena: SlotArena, benchmark, prepare, *,
         sink = SlotSink(arena, task.slot, task.task.stop - task.task.start, stack=stack)
         batch = load_batch(benchmark, task.task, prepare, sink=sink, source=source)
         if stack is not None and isinstance(batch.pixels, list):  # images of several sizes: by file descriptor
-            batch.pixels = [stack([np.asarray(p)])[0] for p in batch.pixels]
+            # (encoded files, 1-D and small, travel pickled)
+            batch.pixels = [stack([np.asarray(p)])[0] if np.ndim(p) > 1 else p for p in batch.pixels]
         return TaskResult(task.id, batch=batch)
     except Exception as exc:  # noqa: BLE001 - reported to the main process with its traceback
         return TaskResult(task.id, error=(type(exc).__name__, f"{exc}\n{traceback.format_exc()}"))
@@ -298,6 +302,7 @@ def worker_main(tasks, results, arena_spec, benchmark, prepare, main_pid: int) -
 
     cv2.setNumThreads(1)
     arena = SlotArena.attach(arena_spec)
+    results.put(TaskResult(ATTACHED))  # the main process removes the arena's file once all have it mapped
     stack = _shared_stack()
     try:
         while True:

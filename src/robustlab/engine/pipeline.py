@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import interrupts
 from ..errors import RobustlabError
-from .loading import BaseRef, LoadTask, ReadTask, TaskResult, at_depth, per_image, run_task, same_set, worker_main
+from .loading import ATTACHED, BaseRef, LoadTask, ReadTask, TaskResult, at_depth, per_image, run_task, same_set, worker_main
 from .slots import SlotArena, SlotRef
 from .work import BatchTask, UnitStream, UnitWork, raise_recorded
 
@@ -161,6 +161,11 @@ class LoadingPool:
                                    args=(self._tasks, self._results, arena.spec, benchmark, prepare, os.getpid()))
                 proc.start()
                 self._procs.append(proc)
+            self._attached = 0
+            self._early: collections.deque[TaskResult] = collections.deque()
+            while self._attached < self.workers:  # then the arena's file can go: the workers have it mapped
+                self._early.extend(r for r in [self._next()] if r.id != ATTACHED)
+            arena.unlink()
 
     def submit(self, task: LoadTask | ReadTask) -> None:
         if self.workers:
@@ -172,9 +177,20 @@ class LoadingPool:
         """The next finished task's result (waits; raises when a worker died)."""
         if not self.workers:
             return self._done.popleft()
+        if self._early:
+            return self._early.popleft()
+        while True:
+            result = self._next()
+            if result.id != ATTACHED:
+                return result
+
+    def _next(self) -> TaskResult:
         while True:
             try:
-                return self._results.get(timeout=POLL_SECONDS)
+                result = self._results.get(timeout=POLL_SECONDS)
+                if result.id == ATTACHED:
+                    self._attached += 1
+                return result
             except queue.Empty:
                 dead = [p for p in self._procs if p.exitcode is not None]
                 if dead:
@@ -365,9 +381,17 @@ def raise_worker_error(error: tuple[str, str], where: str) -> None:
     cls = getattr(builtins, kind, None)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         cls = RuntimeError
-    text = f"Caught {kind} in a loading worker ({where}).\nOriginal Traceback (most recent call last):{trace}"
+    text = _Message(f"Caught {kind} in a loading worker ({where}).\nOriginal Traceback (most recent call last):{trace}")
     try:
         exc = cls(text)
     except Exception:  # noqa: BLE001 - an exception class with another signature
         exc = RuntimeError(text)
     raise exc
+
+
+class _Message(str):
+    """A message that is its own repr (KeyError shows the repr of its argument: the traceback's
+    lines would be folded into one escaped string)."""
+
+    def __repr__(self) -> str:
+        return str(self)

@@ -206,7 +206,8 @@ class PixelSink:
         self.check(unit)
         if not self.items:
             return None
-        if len({tuple(p.shape) for p in self.items}) == 1:
+        if len({tuple(p.shape) for p in self.items}) == 1 and getattr(self.items[0], "ndim", 2) > 1:
+            # (1-D pixels are encoded image files, decoded on the device: never stacked)
             return (self.stack or np.stack)(self.items)
         return list(self.items)
 

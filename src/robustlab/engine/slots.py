@@ -109,6 +109,15 @@ class SlotArena:
         self._pinned = int(result) == 0
         return self._pinned
 
+    def unlink(self) -> None:
+        """Remove the arena's file once every process that uses it has mapped it: the memory lives
+        on in the mappings and goes when the last of them ends, so a run killed by SIGKILL leaves
+        nothing behind in /dev/shm."""
+        if self.owner and self.path:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            self.path = None
+
     def close(self) -> None:
         if self._pinned:
             import torch
@@ -121,10 +130,7 @@ class SlotArena:
             with contextlib.suppress(BufferError):  # a view still alive: the mapping goes with the process
                 self._map.close()
             self._map = None
-        if self.owner and self.path:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
-            self.path = None
+        self.unlink()
 
     def __enter__(self) -> SlotArena:
         return self
@@ -140,7 +146,8 @@ def _reserve(size: int) -> str:
     for folder in (SHM_FOLDER, None):
         if folder is not None and not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
             continue
-        fd, path = tempfile.mkstemp(prefix="robustlab-slots-", dir=folder)
+        remove_orphans(folder or tempfile.gettempdir())
+        fd, path = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", dir=folder)
         try:
             if hasattr(os, "posix_fallocate"):
                 os.posix_fallocate(fd, 0, size)
@@ -156,6 +163,38 @@ def _reserve(size: int) -> str:
     raise InputError(f"no room for the loading workers' batch buffers ({size / 2**20:.0f} MiB) in "
                      f"{' or '.join(tried)}. Free space there, lower --batch-size or --workers, or run "
                      "with --workers 0.")
+
+
+#: Arena files are named ``robustlab-slots-<pid of the process that made it>-<random>``.
+PREFIX = "robustlab-slots-"
+
+
+def remove_orphans(folder: str) -> list[str]:
+    """Remove the arena files in ``folder`` whose process is gone (a run killed before its workers
+    had mapped the arena); returns their names."""
+    removed = []
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len(PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
+            removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def slot_count(workers: int, slot_bytes: int, *, budget: int = 1 << 30, depth: int = 2) -> int:

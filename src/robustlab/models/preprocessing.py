@@ -146,7 +146,7 @@ class Preprocessing:
         if self._is_model_size(h, w) or (self.resize is None and self.crop is None):
             return image
         if self.resize is not None and self._resized_size(h, w) != (h, w):
-            return np.asarray(self.prepare_pil(Image.fromarray(image)))
+            return np.array(self.prepare_pil(Image.fromarray(image)))  # a writable array, as before
         if self.crop is not None:
             image = _center_crop_numpy(image, self.crop)
         return np.ascontiguousarray(image)
