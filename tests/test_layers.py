@@ -24,7 +24,7 @@ LAYERS = [
     {"benchmarks"},
     {"train"},
     {"report"},
-    {"studies", "demo"},
+    {"studies", "demo", "plugins"},
     {"review", "doctor"},
     {"cli", "cli_options", "__init__"},
 ]
