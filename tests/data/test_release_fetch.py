@@ -266,3 +266,23 @@ def test_the_data_commands(copy):
     assert refused.exit_code != 0 and "objectnet.dev" in str(refused.exception)
     bad = runner.invoke(app, ["data", "check", "imagenet-c", str(root)])
     assert bad.exit_code == 1 and "NOT OK" in bad.output and "setting folder missing" in bad.output
+
+
+def test_publisher_listings_of_zenodo_and_the_hugging_face_hub():
+    from robustlab.data.releases.publisher import huggingface_files, zenodo_files
+
+    legacy = {"files": [{"key": "noise.tar", "size": 10, "checksum": "md5:ABC", "links": {"self": "https://z/noise"}}]}
+    rdm = {"files": {"enabled": True, "entries": {"blur.tar": {"key": "blur.tar", "size": 7, "checksum": "md5:def",
+                                                               "links": {"content": "https://z/blur/content"}}}}}
+    (noise,), (blur,) = zenodo_files(legacy, "https://z/api"), zenodo_files(rdm, "https://z/api")
+    assert (noise.size, noise.checksum.text(), noise.url) == (10, "md5:abc", "https://z/noise")
+    assert (blur.checksum.value, blur.url, blur.checksum.source) == ("def", "https://z/blur/content", "https://z/api")
+    tree = [{"type": "file", "path": "README.md", "size": 21, "oid": "6a1b"},
+            {"type": "file", "path": "imagenetv2-top-images.tar.gz", "size": 135,
+             "lfs": {"oid": "9" * 64, "size": 1_250_000_000, "pointerSize": 135}},
+            {"type": "directory", "path": "data"}]
+    readme, archive = huggingface_files(tree, "https://hf/api")
+    assert readme.checksum is None  # a git blob id is not a content checksum
+    assert (archive.size, archive.checksum.text()) == (1_250_000_000, "sha256:" + "9" * 64)
+    with pytest.raises(DataError, match="lists no files"):
+        zenodo_files({"message": "PID is restricted"}, "https://z/api")

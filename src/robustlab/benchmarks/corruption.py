@@ -7,8 +7,9 @@ of its samples (``"fog/3/shard-0002"``, ``"clean/shard-0000"``).
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,17 @@ def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
     if not per_unit:
         return [classes]
     return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
+
+
+def folder_units(folders: Iterable[tuple[str, Any]], config: Mapping[str, Any]) -> Iterator[Unit]:
+    """The units of released image folders: for each ``(setting, folder)`` one unit per block of
+    ``classes_per_unit`` class folders (one block with ``limit``), then those of ``clean_data`` (when
+    the config has it) as setting ``clean``. A generator: folders are listed as units are reached."""
+    per_unit = None if config["limit"] else config["classes_per_unit"]
+    clean = [(CLEAN, config["clean_data"])] if config.get("clean_data") else []
+    for setting, folder in itertools.chain(folders, clean):
+        for k, block in enumerate(class_blocks(class_folders(folder), per_unit)):
+            yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(folder), "classes": block})
 
 
 def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):

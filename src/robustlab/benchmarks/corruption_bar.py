@@ -31,7 +31,7 @@ from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
 from ..corruptions.released import read_cifar_c
 from .corruption import (CLEAN, SELF, baseline_from_run, cifar_clean_data, cifar_units, class_blocks,
-                         corruption_unit_samples, related_corruption_runs)
+                         corruption_unit_samples, folder_units, related_corruption_runs)
 
 N_SEVERITIES = 5
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
@@ -209,14 +209,8 @@ class ImageNetCBar(Benchmark):
                     yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": config["data"], "classes": block})
             return
         layout = self._layout(config["data"])
-        for setting in settings:
-            c, s = setting.split("/")
-            folder = layout.folders[c][int(s)]
-            for k, block in enumerate(class_blocks(class_folders(folder), per_unit)):
-                yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(folder), "classes": block})
-        if config.get("clean_data"):
-            for k, block in enumerate(class_blocks(class_folders(config["clean_data"]), per_unit)):
-                yield Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block})
+        yield from folder_units(((setting, layout.folders[setting.split("/")[0]][int(setting.split("/")[1])])
+                                 for setting in settings), config)
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
         return corruption_unit_samples(config, unit)

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from robustlab.benchmarks.corruption import CLEAN, class_blocks, corruption_unit_samples
+from robustlab.benchmarks.corruption import CLEAN, corruption_unit_samples, folder_units
 from robustlab.corruptions.checks import parse_severities
-from robustlab.data.classification import class_folders, resolve_class_map
+from robustlab.data.classification import resolve_class_map
 from robustlab.data.releases.consistency import check_released_settings, layout_notes, layout_summary
 from robustlab.engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from robustlab.engine.classification import error_rows, setting_counts
@@ -142,15 +142,8 @@ class ImageNet3DCC(Benchmark):
         return config
 
     def plan(self, config: Mapping[str, Any]):
-        per_unit = None if config["limit"] else config["classes_per_unit"]
-        for c in config["corruptions"]:
-            for s in config["severities"]:
-                folder = Path(config["data"], c, str(s))
-                for k, block in enumerate(class_blocks(class_folders(folder), per_unit)):
-                    yield Unit(f"{c}/{s}/shard-{k:04d}", f"{c}/{s}", {"folder": str(folder), "classes": block})
-        if config.get("clean_data"):
-            for k, block in enumerate(class_blocks(class_folders(config["clean_data"]), per_unit)):
-                yield Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block})
+        settings = (f"{c}/{s}" for c in config["corruptions"] for s in config["severities"])
+        return folder_units(((s, Path(config["data"], s)) for s in settings), config)
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
         return corruption_unit_samples(config, unit)

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from robustlab.benchmarks.corruption import class_blocks
+from robustlab.benchmarks.corruption import folder_units
 from robustlab.corruptions.checks import parse_severities
 from robustlab.data.classification import class_folders, read_image_folder
 from robustlab.data.releases.consistency import check_released_settings, layout_notes, layout_summary
-from robustlab.data.releases.sets import LAION_C, LAION_C_CLASSES
+from robustlab.data.releases.sets import LAION_C
 from robustlab.data.wordnet import ilsvrc_wnids
 from robustlab.engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from robustlab.engine.classification import classify_batch, error_rows, setting_counts
@@ -183,12 +183,8 @@ class LaionC(Benchmark):
         return config
 
     def plan(self, config: Mapping[str, Any]):
-        per_unit = None if config["limit"] else config["classes_per_unit"]
-        for d in config["distortions"]:
-            for level in config["intensities"]:
-                folder = setting_folder(config["data"], d, level)
-                for k, block in enumerate(class_blocks(class_folders(folder), per_unit)):
-                    yield Unit(f"{d}/{level}/shard-{k:04d}", f"{d}/{level}", {"folder": str(folder), "classes": block})
+        return folder_units(((f"{d}/{lv}", setting_folder(config["data"], d, lv)) for d in config["distortions"]
+                             for lv in config["intensities"]), config)
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
         return read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],

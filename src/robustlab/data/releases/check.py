@@ -178,7 +178,8 @@ def _check_settings(report: CheckReport, root: Path, release: ReleasedSet, setti
         if layout.per_class is not None:
             off = {c: n for c, n in counts.items() if n != layout.per_class}
             if off:
-                report.add("count", s or ".", f"{len(off)} class folders do not hold {layout.per_class} files "
+                report.add("count", s or ".", f"{len(off):,} of {len(counts):,} class folders do not hold "
+                           f"{layout.per_class} files "
                            f"(e.g. {_few(f'{c}: {n}' for c, n in sorted(off.items()))})")
         if layout.per_setting is not None and sum(counts.values()) != layout.per_setting:
             report.add("count", s or ".", f"{sum(counts.values()):,} files; the release has {layout.per_setting:,}")

@@ -40,25 +40,6 @@ def describe(release) -> list[str]:
     return lines
 
 
-def summary_row(release) -> list[str]:
-    from .catalog import NOT_READ, READ_WHEN_FETCHING
-
-    notes = {a.checksum_text() for a in release.archives}
-    if release.access != "open":
-        checks = "-"
-    elif any(a.checksum for a in release.archives):
-        checks = ", ".join(sorted({a.checksum.algorithm for a in release.archives if a.checksum})) + " (catalog)"
-    elif release.listing or any(n.startswith(READ_WHEN_FETCHING) for n in notes):
-        checks = "publisher's, when fetching"
-    elif any(n.startswith(NOT_READ) for n in notes):
-        checks = "published, not read"
-    else:
-        checks = "none published"
-    archives = str(len(release.archives)) if release.archives else ("listing" if release.listing else "-")
-    return [release.name, release.access, archives, checks, ", ".join(release.benchmarks[:3])
-            + (", ..." if len(release.benchmarks) > 3 else "")]
-
-
 @data_app.command("list")
 def list_command(
     name: Optional[str] = typer.Argument(None, help="A set's name: print its whole record (paper, URLs and mirrors, "
@@ -69,7 +50,7 @@ def list_command(
     checksums come from, and the benchmarks that read them."""
     from dataclasses import asdict
 
-    from .sets import get_release, list_releases
+    from .sets import get_release, list_releases, summary_row
 
     releases = [get_release(name)] if name else list_releases()
     if as_json:

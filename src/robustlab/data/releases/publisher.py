@@ -40,7 +40,7 @@ def split_listing(listing: str) -> tuple[str, str]:
     return kind, url
 
 
-def _zenodo_files(doc: Any, source: str) -> list[PublishedFile]:
+def zenodo_files(doc: Any, source: str) -> list[PublishedFile]:
     files = doc.get("files") if isinstance(doc, Mapping) else None
     if isinstance(files, Mapping):  # the InvenioRDM form: {"entries": {name: {...}} or [...]}
         files = files.get("entries")
@@ -63,7 +63,7 @@ def _zenodo_files(doc: Any, source: str) -> list[PublishedFile]:
     return out
 
 
-def _huggingface_files(doc: Any, source: str) -> list[PublishedFile]:
+def huggingface_files(doc: Any, source: str) -> list[PublishedFile]:
     if not isinstance(doc, list):
         raise DataError(f"{source} is not a repository tree listing (expected a JSON list of files).")
     out = []
@@ -93,5 +93,5 @@ def read_listing(listing: str, *, timeout: float = 30.0) -> dict[str, PublishedF
         doc = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise MirrorFailed(f"{url} did not answer with JSON (an HTML page or an error page?)") from None
-    files = _zenodo_files(doc, url) if kind == "zenodo" else _huggingface_files(doc, url)
+    files = zenodo_files(doc, url) if kind == "zenodo" else huggingface_files(doc, url)
     return {f.name: f for f in files}

@@ -8,7 +8,7 @@ written as such, and ``robustlab data check`` relies on the layout where no chec
 from __future__ import annotations
 
 from ...errors import InputError, unknown_name
-from .catalog import NONE_PUBLISHED, READ_WHEN_FETCHING, Archive, Checksum, Layout, ReleasedSet
+from .catalog import NONE_PUBLISHED, NOT_READ, READ_WHEN_FETCHING, Archive, Checksum, Layout, ReleasedSet
 
 #: The catalog, by name (filled below).
 CATALOG: dict[str, ReleasedSet] = {}
@@ -39,6 +39,37 @@ def list_releases() -> list[ReleasedSet]:
 def releases_read_by(benchmark: str) -> list[ReleasedSet]:
     """The released sets the benchmark ``benchmark`` reads."""
     return [r for r in list_releases() if benchmark in r.benchmarks]
+
+
+def checksum_summary(release: ReleasedSet) -> str:
+    """Where a set's checksums come from, in a few words (the catalog's list and table)."""
+    notes = [a.checksum_note for a in release.archives]
+    if release.access != "open":
+        return "-"
+    if any(a.checksum for a in release.archives):
+        return ", ".join(sorted({a.checksum.algorithm for a in release.archives if a.checksum})) + " (catalog)"
+    if release.listing or any(n.startswith(READ_WHEN_FETCHING) for n in notes):
+        return "publisher's, when fetching"
+    if any(n.startswith(NOT_READ) for n in notes):
+        return "published, not read"
+    return NONE_PUBLISHED
+
+
+def summary_row(release: ReleasedSet) -> list[str]:
+    """``[name, access, archives, checksums, read by]`` of ``robustlab data list``."""
+    archives = str(len(release.archives)) if release.archives else ("listing" if release.listing else "-")
+    read_by = ", ".join(release.benchmarks[:3]) + (", ..." if len(release.benchmarks) > 3 else "")
+    return [release.name, release.access, archives, checksum_summary(release), read_by]
+
+
+def catalog_table() -> str:
+    """The catalog as a Markdown table (set, title, access, archives, checksums, benchmarks), for the docs."""
+    lines = ["| set | title | access | archives | checksums | read by |", "|---|---|---|---|---|---|"]
+    for r in list_releases():
+        name, access, archives, checks, _ = summary_row(r)
+        lines.append(f"| `{name}` | {r.title} | {access} | {archives} | {checks} | "
+                     f"{', '.join(f'`{b}`' for b in r.benchmarks)} |")
+    return "\n".join(lines)
 
 
 SEVERITIES = (1, 2, 3, 4, 5)
@@ -314,7 +345,7 @@ add_release(ReleasedSet(
                   classes=313, extensions=(".png",), root_names=("objectnet-1.0",),
                   source="objectnet.dev and the imagenet-testbed's ObjectNet metadata (313 folders)"),
     how_to_get=("Agree to the licence on https://objectnet.dev/download.html, download objectnet-1.0.zip and unzip it "
-                "with the password the site gives. robustlab never downloads it."),
+                "with the password the site gives."),
     sources=("https://objectnet.dev/",),
 ))
 
@@ -328,7 +359,7 @@ add_release(ReleasedSet(
                   "wnid folders)", classes="imagenet-1k", per_class=50, per_setting=50_000, extensions=(".jpeg",),
                   source="ILSVRC 2012: 50 validation images per class"),
     how_to_get=(f"Register and agree to the terms of access on {IMAGENET_TERMS}, download ILSVRC2012_img_val.tar and "
-                "sort it into wnid folders with the devkit's labels. robustlab never downloads it. It is the clean "
+                "sort it into wnid folders with the devkit's labels. It is the clean "
                 "data (--clean-data) of the ImageNet-C family and of the natural shifts."),
     sources=(IMAGENET_TERMS,),
 ))
@@ -377,7 +408,7 @@ add_release(ReleasedSet(
     licence=f"ImageNet's terms of access ({IMAGENET_TERMS})", access="agreement",
     layout=Layout("ILSVRC2015/Annotations/VID/val/<video>/<frame>.xml beside Data/VID/val/<video>/<frame>.JPEG",
                   kind="files", required=(), source="the ILSVRC 2015 VID release"),
-    how_to_get=(f"Register on {IMAGENET_TERMS} and download the ILSVRC2015 VID data; robustlab never downloads it. "
+    how_to_get=(f"Register on {IMAGENET_TERMS} and download the ILSVRC2015 VID data. "
                 "The detection benchmark needs only the validation annotations of the ImageNet-Vid-Robust frames."),
     sources=(IMAGENET_TERMS,),
 ))
@@ -425,7 +456,7 @@ add_release(ReleasedSet(
                   counts={"leftImg8bit/val": 500}, extensions=(".png",),
                   source="the Cityscapes release (500 fine validation images)"),
     how_to_get=("Register on https://www.cityscapes-dataset.com/, agree to its licence and download "
-                "leftImg8bit_trainvaltest.zip and gtFine_trainvaltest.zip. robustlab never downloads it."),
+                "leftImg8bit_trainvaltest.zip and gtFine_trainvaltest.zip."),
     sources=("https://www.cityscapes-dataset.com/downloads/",),
 ))
 
