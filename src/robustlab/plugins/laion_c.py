@@ -153,6 +153,8 @@ class LaionC(Benchmark):
         LIMIT, CLASSES_PER_UNIT, TOP_K, SAVE_LOGITS, ALLOW_INCOMPLETE,
     )
     option_hints = {"class_map": "{name} scores the 16 superclass folders by name; there is no class map to give.",
+                    "corruptions": "{name} calls them distortions: give --distortions (-c).",
+                    "severities": "{name} calls them intensity levels: give --intensities (-s).",
                     "clean_data": "{name} has no clean split: the LAION-C paper reports the distorted accuracies only."}
 
     def configure(self, data: str, *, distortions, intensities, limit, classes_per_unit, top_k, save_logits,

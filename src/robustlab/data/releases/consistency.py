@@ -197,7 +197,8 @@ def layout_notes(config: Mapping[str, Any]) -> list[str]:
                      "do not compare with the published ones.")
     incomplete = config.get("incomplete")
     if incomplete:
-        notes.append(f"evaluated with --allow-incomplete: the settings differ ({incomplete['problems']} problems, e.g. "
+        n = incomplete["problems"]
+        notes.append(f"evaluated with --allow-incomplete: the settings differ ({n} problem{'s' if n != 1 else ''}, e.g. "
                      f"{'; '.join(incomplete['examples'][:3])}), so settings were measured on different images.")
     return notes
 
