@@ -7,7 +7,8 @@ no edit to it. The tables:
 
 - ``corruptions``: :func:`robustlab.corruptions.registry.corruption_table`;
 - ``perturbations``: :func:`robustlab.perturbations.registry.perturbation_table`;
-- ``benchmarks``: :func:`robustlab.engine.benchmark.benchmark_table`.
+- ``benchmarks``: :func:`robustlab.engine.benchmark.benchmark_table`;
+- ``releases``: :func:`robustlab.data.releases.sets.catalog_table` (the released data sets).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ TABLES = {
     "corruptions": "robustlab.corruptions.registry:corruption_table",
     "perturbations": "robustlab.perturbations.registry:perturbation_table",
     "benchmarks": "robustlab.engine.benchmark:benchmark_table",
+    "releases": "robustlab.data.releases.sets:catalog_table",
 }
 MARKER = re.compile(r"<!--\s*registry-table:\s*([\w-]+)\s*-->")
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 COMMANDS = ("corrupt", "list", "report", "perturb", "import-mmdet", "export-detection", "evaluate", "runs", "show",
-            "demo", "study", "video", "review", "finetune", "stylize", "doctor")
+            "demo", "study", "video", "review", "finetune", "stylize", "doctor", "data")
 
 
 def test_every_command_is_listed_in_help():
@@ -23,7 +23,8 @@ def test_every_command_is_listed_in_help():
 @pytest.mark.parametrize("chosen, options", [
     ((), ("--executor", "--tag", "--fingerprint", "--wrap")),
     (("-e", "ray"), ("--ray-address", "--actors", "--stall-timeout")),  # the executor's schema, with -e NAME
-    (("-b", "imagenet-c"), ("--baseline-run", "--clean-data", "--on-the-fly")),  # the benchmark's, with -b NAME
+    (("-b", "imagenet-c"), ("--baseline-run", "--clean-data", "--on-the-fly", "--allow-incomplete")),  # with -b NAME
+    (("-b", "laion-c"), ("--distortions", "--intensities", "--allow-incomplete")),  # a plugin file's, the same way
 ])
 def test_evaluate_help_lists_the_engine_options(chosen, options):
     out = subprocess.run([sys.executable, "-m", "robustlab.cli", "evaluate", *chosen, "--help"], capture_output=True,

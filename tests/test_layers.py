@@ -24,9 +24,9 @@ LAYERS = [
     {"benchmarks"},
     {"train"},
     {"report"},
-    {"studies", "demo"},
+    {"studies", "demo", "plugins"},
     {"review", "doctor"},
-    {"cli", "cli_options", "__init__"},
+    {"cli", "cli_options", "__init__", "__main__"},
 ]
 LAYER = {package: i for i, layer in enumerate(LAYERS) for package in layer}
 NAMED = re.compile(r"\brobustlab\.(\w+)")

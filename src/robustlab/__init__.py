@@ -13,7 +13,8 @@ from .registry import builtin_plugins as _builtin_plugins  # noqa: E402
 # The built-in plugins, by entry-point group: imported the first time their registry is used, as
 # an installed package's entry points are. This is the one place that names them, so no layer
 # names the layers above it.
-_builtin_plugins("robustlab.benchmarks", "robustlab.benchmarks")
+_builtin_plugins("robustlab.benchmarks", "robustlab.benchmarks",
+                 lazy={"imagenet-3dcc": "robustlab.plugins.imagenet_3dcc", "laion-c": "robustlab.plugins.laion_c"})
 _builtin_plugins("robustlab.model_sources", "robustlab.demo.models", "robustlab.train.finetuned")
 
 

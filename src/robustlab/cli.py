@@ -640,6 +640,13 @@ def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[st
     return records[0].id
 
 
+# --- released data sets: data list, data fetch, data check ---------------------------
+
+from .data.releases.cli import data_app  # noqa: E402  (typer sub-app; its commands import lazily)
+
+app.add_typer(data_app, name="data")
+
+
 # --- the store itself: store check, store relocate ---------------------------------
 
 store_app = typer.Typer(help="Look after a results store: check it against its predictions folder, relocate it.",

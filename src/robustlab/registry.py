@@ -29,10 +29,18 @@ T = TypeVar("T")
 BUILTIN_PLUGINS: dict[str, tuple[str, ...]] = {}
 
 
-def builtin_plugins(group: str, *modules: str) -> None:
+#: Entry-point group -> ``{name: module}`` of robustlab's own plugin files that register one item each
+#: and are imported only when that item is looked up (declared by the package root, see
+#: :func:`builtin_plugins`), so listing names never imports them.
+BUILTIN_LAZY: dict[str, dict[str, str]] = {}
+
+
+def builtin_plugins(group: str, *modules: str, lazy: dict[str, str] | None = None) -> None:
     """Declare robustlab's own plugin ``modules`` for the registry of entry-point ``group``
-    (imported with the group's entry points, the first time the registry is used)."""
+    (imported with the group's entry points, the first time the registry is used), and ``lazy``
+    plugin files (``{item name: module}``), each imported when its item is first looked up."""
     BUILTIN_PLUGINS[group] = (*BUILTIN_PLUGINS.get(group, ()), *modules)
+    BUILTIN_LAZY.setdefault(group, {}).update(lazy or {})
 
 
 class Registry(Generic[T]):
@@ -70,6 +78,8 @@ class Registry(Generic[T]):
         try:
             for module in (*self._plugins, *BUILTIN_PLUGINS.get(self._entry_points or "", ())):
                 importlib.import_module(module)
+            for name, module in BUILTIN_LAZY.get(self._entry_points or "", {}).items():
+                self.add_lazy(name, module)
             if self._entry_points:
                 from importlib.metadata import entry_points
 

@@ -7,8 +7,9 @@ of its samples (``"fog/3/shard-0002"``, ``"clean/shard-0000"``).
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,7 +43,9 @@ from ..metrics.corruption import (
 from ..metrics.ratios import mean_of_defined
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Sample, sample_id
-from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
+from ..data.releases.consistency import check_released_settings, layout_notes, layout_summary, record_array_subset
+from ..engine.options import (ALLOW_INCOMPLETE, BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN,
+                              CORRUPTIONS, LIMIT,
                               PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
                               class_map_config, seed_option, shard_size_option)
 from ..engine.schema import Option
@@ -117,6 +120,17 @@ def class_blocks(classes: list[str], per_unit: int | None) -> list[list[str]]:
     if not per_unit:
         return [classes]
     return [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
+
+
+def folder_units(folders: Iterable[tuple[str, Any]], config: Mapping[str, Any]) -> Iterator[Unit]:
+    """The units of released image folders: for each ``(setting, folder)`` one unit per block of
+    ``classes_per_unit`` class folders (one block with ``limit``), then those of ``clean_data`` (when
+    the config has it) as setting ``clean``. A generator: folders are listed as units are reached."""
+    per_unit = None if config["limit"] else config["classes_per_unit"]
+    clean = [(CLEAN, config["clean_data"])] if config.get("clean_data") else []
+    for setting, folder in itertools.chain(folders, clean):
+        for k, block in enumerate(class_blocks(class_folders(folder), per_unit)):
+            yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(folder), "classes": block})
 
 
 def on_the_fly_units(root: str, settings: list[str], per_unit: int | None) -> list[Unit]:
@@ -571,6 +585,7 @@ class ImageNetC(Benchmark):
                "model's device); default torch on a GPU, else numpy.", choices=CORRUPTION_BACKENDS),
         seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
         Option("clean", "bool", help="With --on-the-fly: also evaluate the clean images (default true)."),
+        ALLOW_INCOMPLETE,
     )
 
     def __init__(self) -> None:
@@ -597,8 +612,11 @@ class ImageNetC(Benchmark):
 
     def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
-                  corruption_backend, seed, clean) -> dict[str, Any]:
+                  corruption_backend, seed, clean, allow_incomplete) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
+        if on_the_fly and allow_incomplete:
+            raise InputError("allow_incomplete applies to the released ImageNet-C folders; --on-the-fly reads clean "
+                             "images (leave it out).")
         if on_the_fly:
             if clean_data is not None or clean_run is not None:
                 raise InputError("with --on-the-fly the data folder holds the clean images and they are evaluated "
@@ -640,11 +658,15 @@ class ImageNetC(Benchmark):
             config["shard_size"] = check_positive("shard_size", shard_size)
             config["num_classes"] = 10
             config["clean_data"] = cifar_clean_data(clean_data)
+            first = read_cifar_c(root, chosen[0], sev[0])
+            record_array_subset(config, len(first), len(np.unique(first.labels)), "cifar-10-c")
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
-        classes = class_folders(imagenet_c_folder(root, chosen[0], sev[0]))
-        _, names = resolve_class_map(classes, config["class_map"])
+        report = check_released_settings(config, {s: imagenet_c_folder(root, *s.split("/")) for s in _settings(chosen, sev)},
+                                         allow_incomplete=bool(allow_incomplete), release="imagenet-c",
+                                         what=f"the ImageNet-C tree {root}")
+        _, names = resolve_class_map(list(report.classes), config["class_map"])
         config["num_classes"] = len(names)
         if config["clean_data"] is not None:
             _, clean_names = resolve_class_map(class_folders(config["clean_data"]), config["class_map"])
@@ -693,7 +715,7 @@ class ImageNetC(Benchmark):
             classes = class_folders(folder)
             if reference is None:
                 reference, ref_setting = classes, setting
-            elif classes != reference:
+            elif classes != reference and not config.get("incomplete"):
                 missing = sorted(set(reference) - set(classes))
                 extra = sorted(set(classes) - set(reference))
                 detail = (f"class folder {folder / missing[0]} is missing ({len(missing)} missing)" if missing
@@ -752,10 +774,11 @@ class ImageNetC(Benchmark):
                                  f"{clean_data} or --clean-run <run id>")
         if config.get("layout") == "on-the-fly":
             notes.insert(0, on_the_fly_note(config))
-        return notes
+        return layout_notes(config) + notes
 
     def summary(self, config, metrics) -> dict[str, Any]:
-        out = {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.comparability(config), config)}
+        out = {**corruption_summary_dict(config, metrics), "ce_baseline": ce_baseline_text(self.comparability(config), config),
+               **layout_summary(config)}
         if config.get("layout") == "on-the-fly":
             out["on_the_fly"] = {"corruption_backend": config["corruption_backend"], "seed": config["seed"],
                                  "profile": config["profile"]}

@@ -20,15 +20,19 @@ from ..corruptions.registry import resolve_corruptions
 from ..data.classification import class_folders, resolve_class_map
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
-from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
+from ..data.releases.consistency import check_released_settings, layout_notes, layout_summary, record_array_subset
+from ..engine.options import (ALLOW_INCOMPLETE, BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN,
+                              CORRUPTIONS, LIMIT,
                               SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
                               class_map_config, seed_option, shard_size_option)
 from ..engine.schema import Option
 from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
+from ..corruptions.released import read_cifar_c
 from .corruption import (CLEAN, SELF, baseline_from_run, cifar_clean_data, cifar_units, class_blocks,
-                         corruption_unit_samples, on_the_fly_shared_reads, on_the_fly_units, related_corruption_runs)
+                         corruption_unit_samples, folder_units, on_the_fly_shared_reads, on_the_fly_units,
+                         related_corruption_runs)
 
 N_SEVERITIES = 5
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
@@ -107,6 +111,7 @@ class ImageNetCBar(Benchmark):
         Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: make ImageNet-C-bar in "
                "memory (resize 256, crop 224, corrupt), write no images."),
         seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
+        ALLOW_INCOMPLETE,
     )
 
     worker_modules = ("robustlab.corruptions.kernels",)
@@ -122,8 +127,11 @@ class ImageNetCBar(Benchmark):
 
     def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
-                  seed) -> dict[str, Any]:
+                  seed, allow_incomplete) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
+        if on_the_fly and allow_incomplete:
+            raise InputError("allow_incomplete applies to the released C-bar folders; --on-the-fly reads clean images "
+                             "(leave it out).")
         sev = list(parse_severities(severities if severities is not None else "1-5"))
         common = {"severities": sev, "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
                   "save_logits": bool(save_logits), "baseline": baseline, "baseline_run": baseline_run}
@@ -161,11 +169,15 @@ class ImageNetCBar(Benchmark):
             config["shard_size"] = check_positive("shard_size", shard_size)
             config["num_classes"] = 10
             config["clean_data"] = cifar_clean_data(clean_data)
+            first = read_cifar_c(layout.root, chosen[0], sev[0])
+            record_array_subset(config, len(first), len(np.unique(first.labels)), "cifar-10-c-bar")
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
-        first = layout.folders[chosen[0]][sev[0]]
-        _, names = resolve_class_map(class_folders(first), config["class_map"])
+        folders = {str(layout.folders[c][s].relative_to(layout.root)): layout.folders[c][s] for c in chosen for s in sev}
+        report = check_released_settings(config, folders, allow_incomplete=bool(allow_incomplete),
+                                         release="imagenet-c-bar", what=f"the ImageNet-C-bar tree {layout.root}")
+        _, names = resolve_class_map(list(report.classes), config["class_map"])
         config["num_classes"] = len(names)
         return config
 
@@ -198,14 +210,8 @@ class ImageNetCBar(Benchmark):
             yield from on_the_fly_units(config["data"], [CLEAN] + settings, per_unit)
             return
         layout = self._layout(config["data"])
-        for setting in settings:
-            c, s = setting.split("/")
-            folder = layout.folders[c][int(s)]
-            for k, block in enumerate(class_blocks(class_folders(folder), per_unit)):
-                yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": str(folder), "classes": block})
-        if config.get("clean_data"):
-            for k, block in enumerate(class_blocks(class_folders(config["clean_data"]), per_unit)):
-                yield Unit(f"{CLEAN}/shard-{k:04d}", CLEAN, {"folder": config["clean_data"], "classes": block})
+        yield from folder_units(((setting, layout.folders[setting.split("/")[0]][int(setting.split("/")[1])])
+                                 for setting in settings), config)
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
         return corruption_unit_samples(config, unit, self._listings)
@@ -231,7 +237,7 @@ class ImageNetCBar(Benchmark):
 
     def notes(self, config, metrics) -> list[str]:
         names = {(m, s) for m, s, _ in metrics}
-        notes = []
+        notes = layout_notes(config)
         if config.get("layout") == "on-the-fly":
             notes.append(f"ImageNet-C-bar made in memory from {config['data']} (resize 256, centre crop 224, corrupt, "
                          f"seed {config['seed']}), as the reference's test_c_bar.py: unlike the released files the "
@@ -258,7 +264,8 @@ class ImageNetCBar(Benchmark):
                            "mean_error": table.get(("mean_error", c)), "ce_bar": table.get(("ce_bar", c))}
                        for c in config["corruptions"]}
         out: dict[str, Any] = {"set": config["set"], "clean_error": table.get(("clean_error", "")),
-                               "corruptions": corruptions, "ce_baseline": cbar_baseline_text(config)}
+                               "corruptions": corruptions, "ce_baseline": cbar_baseline_text(config),
+                               **layout_summary(config)}
         for key in ("mean_error_bar", "mce_bar", "mean_corruption_accuracy"):
             for name in (key, f"{key}_subset"):
                 if table.get((name, "")) is not None:

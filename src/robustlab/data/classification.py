@@ -353,6 +353,14 @@ def _file_or_link(entry: os.DirEntry) -> bool:
         return True
 
 
+def image_names(folder: str | os.PathLike) -> list[str]:
+    """The sorted names of the images in one class folder, as :func:`read_image_folder` lists them:
+    visible entries with an image extension that are not folders (FileNotFoundError when the
+    folder is missing)."""
+    return sorted(e.name for e in os.scandir(folder) if not e.name.startswith(".") and is_image_file(e.name)
+                  and _file_or_link(e))
+
+
 def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto", *,
                       classes: Sequence[str] | None = None, limit: int | None = None) -> ImageFolderSamples:
     """Read an image folder with one subfolder per class.
@@ -385,8 +393,7 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete "
                             "(re-extract it or evaluate fewer classes).")
         try:
-            entries = sorted(e.name for e in os.scandir(base / cls) if not e.name.startswith(".")
-                             and is_image_file(e.name) and _file_or_link(e))
+            entries = image_names(base / cls)
         except FileNotFoundError:
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete.") from None
         for name in entries:

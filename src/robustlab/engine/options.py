@@ -140,6 +140,9 @@ BASELINE_RUN = Option("baseline_run", "str", help="A stored run of a baseline mo
 PROFILE = Option("profile", "str", "imagecorruptions", help="Corruption parameter profile: imagecorruptions, "
                  "imagenet-c, cifar or tinyimagenet.")
 CLASSES_PER_UNIT = Option("classes_per_unit", "int", 100, help="Classes per work unit of an image-folder layout.")
+ALLOW_INCOMPLETE = Option("allow_incomplete", "bool", False, help="Evaluate a released layout whose settings do not "
+                          "hold the same classes and files (a half-extracted download) instead of refusing it; the "
+                          "run records what was missing.")
 
 
 #: The options above: well known across families, so the command line recognises them (``-c fog``)
