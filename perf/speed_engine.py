@@ -1,5 +1,14 @@
 """Speed of the evaluation engine against a bare loop, store overhead, on-the-fly corruption.
 
+0. **Decode floor** (``decode``, issue 33). Photos cut to 224x224 (the released ImageNet-C files),
+   256x320 and 375x500 JPEGs, in class folders: ``robustlab.evaluate`` (``imagenet-sketch``
+   layout, a near-free 1000-class model with the standard ImageNet preprocessing: resize 256,
+   crop 224, normalisation) against a bare PIL loop doing the same decode, resize and crop
+   (``Image.open``, ``convert("RGB")``, ``resize``, ``crop``, ``np.asarray``). On one core: the
+   engine's *marginal* CPU per image (a run of 1,000 images minus a run of 200, divided by 800:
+   start-up, model hashing and the store's fixed costs cancel) against the loop's. With
+   ``--workers``: marginal wall time per image against a torch DataLoader over the same loop with
+   as many workers. Target: the engine at >= 85 % of the loop's images/s per core at every size.
 1. **Engine vs bare loop.** A generated ImageNet-C-layout dataset of small JPEGs
    (``--images``, default 2,000 at 64x64: 2 corruptions x 5 severities x 10 classes) is
    evaluated with a small CNN (1000 outputs) by ``robustlab.evaluate`` (fresh store each time:
@@ -205,6 +214,124 @@ def executor_run(model, data: Path, batch_size: int, workers: int, real_store: b
         return CLOCK["now"]() - start
 
 
+# --- section 0: the decode floor ----------------------------------------------------------------------
+
+#: (height, width) of the photos of section 0: the released ImageNet-C files, then typical ImageNet val sizes.
+PHOTO_SIZES = ((224, 224), (256, 320), (375, 500))
+
+
+def photo_sources() -> list[np.ndarray]:
+    """Photos that ship with scikit-learn and scikit-image (nothing is downloaded), at least 400x600."""
+    from skimage import data as skdata
+    from sklearn.datasets import load_sample_images
+
+    photos = list(load_sample_images().images) + [skdata.coffee(), skdata.rocket()]
+    return [np.ascontiguousarray(p[..., :3]) for p in photos if p.shape[0] >= 400 and p.shape[1] >= 600]
+
+
+def make_photos(root: Path, n_images: int, size: tuple[int, int]) -> Path:
+    """Generate (once) ``n_images`` JPEGs (quality 90) of ``size`` cut at random places from real photos,
+    in 10 ImageNet wnid class folders."""
+    from robustlab.data.wordnet import ilsvrc_wnids
+
+    stamp = root / f".done-{n_images}-{size[0]}x{size[1]}"
+    if stamp.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    wnids, photos, rng = ilsvrc_wnids()[:10], photo_sources(), np.random.default_rng(0)
+    h, w = size
+    for k in range(n_images):
+        photo = photos[k % len(photos)]
+        y, x = rng.integers(0, photo.shape[0] - h + 1), rng.integers(0, photo.shape[1] - w + 1)
+        folder = root / wnids[k % 10]
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(photo[y:y + h, x:x + w]).save(folder / f"ILSVRC2012_val_{k:08d}.JPEG", quality=90)
+    stamp.touch()
+    return root
+
+
+def subset_folder(source: Path, target: Path, n_images: int) -> Path:
+    """``target`` holding the first ``n_images`` files of ``source`` (hard links, same class folders)."""
+    shutil.rmtree(target, ignore_errors=True)
+    for f in sorted(source.rglob("*.JPEG"))[:n_images]:
+        (target / f.parent.name).mkdir(parents=True, exist_ok=True)
+        os.link(f, target / f.parent.name / f.name)
+    return target
+
+
+class NearFree(nn.Module):
+    """1000 logits from one input value per image: the model costs nothing, its input is still made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.linspace(0, 1, 1000))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bias + x[:, :1, 0, 0]
+
+
+def pil_prepare(path: Path) -> np.ndarray:
+    """The bare loop's work on one file: what robustlab's reader does for ImageNet's preprocessing
+    (resize the short side to 256 unless the image is 224x224 already, centre-crop 224)."""
+    with Image.open(path) as img:
+        img = img.convert("RGB")
+        w, h = img.size
+        if (h, w) != (224, 224):
+            if (min(h, w)) != 256:
+                img = img.resize((256, int(256 * w / h)) if w < h else (int(256 * w / h), 256), Image.BILINEAR)
+            w, h = img.size
+            top, left = int(round((h - 224) / 2.0)), int(round((w - 224) / 2.0))
+            img = img.crop((left, top, left + 224, top + 224))
+        return np.asarray(img)
+
+
+class _Prepared(torch.utils.data.Dataset):
+    def __init__(self, files):
+        self.files = files
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        return torch.from_numpy(pil_prepare(self.files[i]).copy())
+
+
+def bare_pil(files: list[Path], workers: int) -> float:
+    """Seconds (CLOCK) for the bare loop over ``files``: in this process, or a DataLoader with ``workers``."""
+    start = CLOCK["now"]()
+    if not workers:
+        for f in files:
+            pil_prepare(f)
+    else:
+        loader = torch.utils.data.DataLoader(_Prepared(files), batch_size=64, num_workers=workers)
+        for _ in loader:
+            pass
+        del loader
+    return CLOCK["now"]() - start
+
+
+def engine_decode(folder: Path, workers: int) -> float:
+    from robustlab.models import Preprocessing
+
+    with tempfile.TemporaryDirectory() as tmp:
+        start = CLOCK["now"]()
+        evaluate(NearFree(), "imagenet-sketch", folder, store=tmp, batch_size=64, workers=workers, progress=False,
+                 device="cpu", preprocessing=Preprocessing.imagenet())
+        return CLOCK["now"]() - start
+
+
+def decode_floor(size: tuple[int, int], workers: int, repeat: int, small: int = 200,
+                 large: int = 1000) -> dict[str, float]:
+    """Per image (CLOCK seconds): the bare loop's, and the engine's marginal cost (see section 0)."""
+    root = make_photos(CACHE / f"photos-{size[0]}x{size[1]}", large, size)
+    few = subset_folder(root, CACHE / f"photos-{size[0]}x{size[1]}-{small}", small)
+    files = sorted(root.rglob("*.JPEG"))
+    bare = best(lambda: bare_pil(files, workers), repeat) / len(files)
+    engine = min((engine_decode(root, workers) - engine_decode(few, workers)) / (large - small)
+                 for _ in range(repeat))
+    return {"bare_s": bare, "engine_s": engine, "ratio": bare / engine}
+
+
 # --- section 4: streaming a synthetic 3.75M-sample listing ------------------------------------------
 
 
@@ -365,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fly-size", type=int, default=128)
     parser.add_argument("--fly-corruptions", default="gaussian_noise,defocus_blur,fog,brightness,jpeg_compression")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
-    parser.add_argument("--sections", default="engine,store,fly,stream,ray",
+    parser.add_argument("--decode-repeat", type=int, default=3, help="Repeats of section 0 (best kept).")
+    parser.add_argument("--sections", default="decode,engine,store,fly,stream,ray",
                         help="comma-separated: engine, store, fly, stream, ray, imagenet-c-fly (not by default: "
                              "a ResNet-50, meant for a GPU)")
     parser.add_argument("--fly-model", default="torchvision:resnet50:none",
@@ -390,6 +518,21 @@ def main(argv: list[str] | None = None) -> int:
     sections = {x.strip() for x in args.sections.split(",") if x.strip()}
     results: dict[str, float] = {"images": n}
     ok = True
+    if "decode" in sections:  # issue 33: the engine at >= 85 % of a bare PIL loop per core, at every size
+        saved = CLOCK["now"]
+        for workers, clock in ((0, cpu_seconds), (args.workers, time.perf_counter)):
+            CLOCK["now"] = clock
+            for size in PHOTO_SIZES:
+                got = decode_floor(size, workers, args.decode_repeat)
+                tag = f"{size[0]}x{size[1]}_w{workers}"
+                results.update({f"decode_bare_ms_{tag}": 1e3 * got["bare_s"], f"decode_engine_ms_{tag}":
+                                1e3 * got["engine_s"], f"decode_ratio_{tag}": got["ratio"]})
+                if workers == 0:
+                    ok &= got["ratio"] >= 0.85
+                rows.append((f"decode floor {size[0]}x{size[1]}, {workers} workers ({'cpu' if workers == 0 else 'wall'})",
+                             f"{1e3 * got['engine_s']:6.3f} vs {1e3 * got['bare_s']:6.3f} ms/img",
+                             f"{100 * got['ratio']:5.1f}%", ">= 85%" if workers == 0 else "(wall, 2 cores)"))
+        CLOCK["now"] = saved
     if "engine" in sections:
         bare_loop(model, files[:256], args.batch_size, 0)  # warm-up (allocators, file cache)
         for workers in (0, args.workers):

@@ -55,14 +55,17 @@ class ExecutionStats:
     """What one execution did: units and samples computed, samples skipped, time spent.
 
     ``first_batch_seconds``: from the start of the execution to the first batch's predictions
-    (listing, loading and inference of the first batch). ``events``: what the user was told
-    while it ran (see :mod:`robustlab.engine.events`)."""
+    (listing, loading and inference of the first batch). ``wait_seconds``: how long the main
+    process waited for loaded batches (near 0: the model sets the pace; most of ``seconds``: the
+    loading workers do). ``events``: what the user was told while it ran (see
+    :mod:`robustlab.engine.events`)."""
 
     units: int = 0
     samples: int = 0
     skipped: int = 0
     seconds: float = 0.0
     store_seconds: float = 0.0
+    wait_seconds: float = 0.0
     first_batch_seconds: float | None = None
     by_unit: dict[str, int] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -78,6 +81,7 @@ class ExecutionStats:
         self.skipped += other.skipped
         self.seconds += other.seconds
         self.store_seconds += other.store_seconds
+        self.wait_seconds += other.wait_seconds
         if self.first_batch_seconds is None:
             self.first_batch_seconds = other.first_batch_seconds
         self.by_unit.update(other.by_unit)
@@ -431,9 +435,9 @@ class LocalExecutor(Executor):
         start = time.perf_counter()
         workers = self.workers
         prepare = ImagePreparer.of(net, config.get("max_pixels"), options.decode)
-        size = slot_bytes(prepare, batch_size) if workers else 0
+        size = slot_bytes(prepare, batch_size)
         with run_progress(description, progress) as bar, SharedSources() as shared, \
-                SlotArena(slot_count(workers, size) if workers else 0, size) as arena:
+                SlotArena(slot_count(workers, size), size, shared=bool(workers)) as arena:
             if device.type == "cuda":
                 arena.pin()
             handles: dict[str, Any] = {}
@@ -460,9 +464,15 @@ class LocalExecutor(Executor):
             token = DEFER_RESULTS.set(device.type == "cuda")
             try:
                 feed = BatchFeed(pool, arena, planned(), share, max_in_flight=max(2, 2 * workers),
-                                 max_bases=max(1, min(2, arena.count - 2)) if arena.count else 2)
+                                 max_bases=max(1, min(2, arena.count - 2)))
                 runner = BatchRunner(benchmark, net, config, device, ledger, stats, start)
-                for item in feed:
+                items = iter(feed)
+                while True:
+                    waited = time.perf_counter()
+                    item = next(items, None)
+                    stats.wait_seconds += time.perf_counter() - waited
+                    if item is None:
+                        break
                     runner.push(item)
                 runner.flush()
             finally:

@@ -47,10 +47,12 @@ class SlotArena:
 
     Create it in the main process (``SlotArena(count, slot_bytes)``), give workers its
     :attr:`spec` and let them :meth:`attach`; :meth:`array` is a numpy view of a slot's
-    pixels (read-only with ``writable=False``). With ``count`` slots and ``slot_bytes`` 0 no
-    memory is used (every batch then travels pickled)."""
+    pixels (read-only with ``writable=False``). ``shared=False`` keeps the slots in this
+    process's own memory (no workers). With ``count`` or ``slot_bytes`` 0 no memory is used
+    (batches are then stacked as they load)."""
 
-    def __init__(self, count: int, slot_bytes: int, *, path: str | None = None, create: bool = True) -> None:
+    def __init__(self, count: int, slot_bytes: int, *, path: str | None = None, create: bool = True,
+                 shared: bool = True) -> None:
         self.count, self.slot_bytes = int(count), int(slot_bytes)
         self.size = self.count * self.slot_bytes
         self.path = path
@@ -59,6 +61,9 @@ class SlotArena:
         self._map: mmap.mmap | None = None
         self._buffer: np.ndarray = np.zeros(0, np.uint8)
         if self.size == 0:
+            return
+        if not shared:  # one process (no workers): plain memory, its pages reused batch after batch
+            self._buffer = np.empty(self.size, np.uint8)
             return
         if create:
             self.path = _reserve(self.size)

@@ -51,17 +51,20 @@ def level_table(normalize) -> np.ndarray:
     return np.ascontiguousarray(table[0, :, 0, :].numpy(), dtype=np.float32)
 
 
-def normalized_input(pixels: torch.Tensor, normalize, table: np.ndarray | None = None) -> torch.Tensor:
+def normalized_input(pixels: torch.Tensor, normalize, table: np.ndarray | None = None,
+                     out: np.ndarray | None = None) -> torch.Tensor:
     """uint8 (N, H, W, 3) pixels -> ``normalize(to_float(pixels))``: float32 (N, 3, H, W), channels
     innermost in memory. On the CPU one pass through ``table`` (:func:`level_table` of
-    ``normalize``), the same values; elsewhere the composition itself."""
+    ``normalize``), the same values, into ``out`` when given (float32 (N, H, W, 3): a buffer
+    reused from batch to batch, whose pages are already mapped); elsewhere the composition itself."""
     import torch
 
     if pixels.device.type != "cpu" or pixels.dtype != torch.uint8 or pixels.ndim != 4 or pixels.shape[-1] != 3:
         return normalize(to_float(pixels, pixels.device))
     table = level_table(normalize) if table is None else table
     n, h, w, _ = pixels.shape
-    out = np.empty((n, h, w, 3), np.float32)
+    if out is None or out.shape != (n, h, w, 3) or out.dtype != np.float32:
+        out = np.empty((n, h, w, 3), np.float32)
     src = np.ascontiguousarray(pixels.numpy())
     from .pixel_kernels import lookup_levels  # numba: imported when first needed
 

@@ -213,10 +213,10 @@ class Preprocessing:
             return False
         return self.crop is None or self.crop == (h, w)
 
-    def from_pixels(self, pixels: torch.Tensor) -> torch.Tensor:
+    def from_pixels(self, pixels: torch.Tensor, out: np.ndarray | None = None) -> torch.Tensor:
         """uint8 (N, H, W, 3) pixels -> what the network gets: ``self(to_float(pixels))``, the same
         values, in one pass on the CPU when no resize or crop is left to do
-        (:func:`robustlab.models.pixels.normalized_input`)."""
+        (:func:`robustlab.models.pixels.normalized_input`; into ``out`` when it fits)."""
         from .pixels import normalized_input, to_float
 
         h, w = int(pixels.shape[1]), int(pixels.shape[2])
@@ -224,7 +224,7 @@ class Preprocessing:
             return self(to_float(pixels, pixels.device))
         if self.mean is None:
             return to_float(pixels, pixels.device)
-        return normalized_input(pixels, self.normalize, _level_table(self))
+        return normalized_input(pixels, self.normalize, _level_table(self), out)
 
 
 @dataclass(frozen=True)

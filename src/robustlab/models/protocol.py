@@ -13,6 +13,7 @@ a ``name`` (traceable in stored runs), ``task`` (``"classification"`` or ``"dete
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -91,8 +92,26 @@ class Classifier(ModelAdapter):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dtype == torch.uint8:  # pixels as loaded: the same input as from their float form
-            return self.net(self.preprocessing.from_pixels(x))
+            return self.net(self.preprocessing.from_pixels(x, self._scratch(x)))
         return self.net(self.preprocessing(x))
+
+    def _scratch(self, x: torch.Tensor):
+        """A float buffer for the network's input, reused batch after batch when inference runs on
+        the CPU (no gradient: nothing keeps the input once the network has run), else None."""
+        if x.device.type != "cpu" or torch.is_grad_enabled():
+            return None
+        import numpy as np
+
+        shape = tuple(x.shape)
+        scratch = _SCRATCH.get(self)
+        if scratch is None or scratch.shape != shape:
+            scratch = np.empty(shape, np.float32)
+            _SCRATCH[self] = scratch  # beside the model, not in it: never pickled, hashed or copied with it
+        return scratch
+
+
+#: Each classifier's CPU input buffer (see :meth:`Classifier._scratch`), gone with the classifier.
+_SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class Detector(ModelAdapter):
