@@ -14,7 +14,8 @@ from .registry import builtin_plugins as _builtin_plugins  # noqa: E402
 # an installed package's entry points are. This is the one place that names them, so no layer
 # names the layers above it.
 _builtin_plugins("robustlab.benchmarks", "robustlab.benchmarks")
-_builtin_plugins("robustlab.model_sources", "robustlab.demo.models", "robustlab.train.finetuned")
+_builtin_plugins("robustlab.model_sources", "robustlab.models.openclip", "robustlab.models.hf",
+                 "robustlab.demo.models", "robustlab.train.finetuned")
 
 
 def __getattr__(name: str):
