@@ -37,6 +37,9 @@ class ProgressMode(str, Enum):
     none = "none"
 
 
+FIT_ON_HELP = ("Effective robustness: the models the trend is fitted on. standard (the imagenet-testbed's standard "
+               "models of the reference table, as its use_for_line_fit; without a table, the runs that are not "
+               "zero-shot), all (every reference row and run) or a file of model names, one a line.")
 PROGRESS_HELP = ("Progress on stderr: bar (on a terminal), log (a plain line every 15 s: units and samples done, "
                  "samples/s, ETA), none, or auto: bar on a terminal, else log. bar without a terminal prints log "
                  "lines, with a note.")
@@ -287,7 +290,8 @@ def report_command(
     title: str = typer.Option("robustlab report", "--title", help="Report title."),
     reference_points: Optional[Path] = typer.Option(
         None, "--reference-points", help="CSV of published accuracies of other models for the effective-robustness "
-        "trends: model,original,shifted[,shift] or imagenet-testbed's robustness_top1s.csv."),
+        "trends: model,original,shifted[,shift][,standard] or imagenet-testbed's robustness_top1s.csv."),
+    fit_on: str = typer.Option("standard", "--fit-on", help=FIT_ON_HELP),
 ) -> None:
     """Write one self-contained report (HTML with figures, or Markdown/CSV/JSON) of the stored runs."""
     from .report import write_report
@@ -295,7 +299,7 @@ def report_command(
 
     with open_store(store, must_exist=True) as st:
         path = write_report(st, out, fmt=fmt, runs=run, benchmarks=benchmark, title=title,
-                            reference_points=reference_points)
+                            reference_points=reference_points, fit_on=fit_on)
     typer.echo(f"wrote {path}")
 
 
@@ -446,7 +450,8 @@ def export_detection_command(
 def evaluate_command(
     ctx: typer.Context,
     model: str = typer.Option(..., "--model", "-m", help="torchvision:NAME[:WEIGHTS|:none], timm:NAME[:none], "
-                              "onnx:PATH or python:MODULE_OR_FILE.py:CALLABLE."),
+                              "open_clip:ARCH:TAG|FILE (zero-shot), hf:ORG/NAME[@REV]|FOLDER, onnx:PATH or "
+                              "python:MODULE_OR_FILE.py:CALLABLE (`robustlab list models`)."),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="A registered benchmark (imagenet-c, corrupted, "
                                   "imagenet-p, adversarial-auc, coco-c, ...; a wrong name lists them all). With -b "
                                   "NAME, --help lists that benchmark's options."),
@@ -557,6 +562,7 @@ def show_command(
     reference_points: Optional[Path] = typer.Option(
         None, "--reference-points", help="Natural shifts, C-bar: a CSV of published accuracies added to the "
         "effective-robustness trend (model,original,shifted[,shift] or imagenet-testbed's robustness_top1s.csv)."),
+    fit_on: str = typer.Option("standard", "--fit-on", help=FIT_ON_HELP),
 ) -> None:
     """Show a run's metrics in its family's layout (CE per corruption; FR/T5D per perturbation and
     difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R; effective
@@ -581,7 +587,7 @@ def show_command(
 
     with open_store(store, must_exist=True) as st:
         result = load_result(st, run)
-        trend = [] if as_json or result.status != "complete" else show_lines(st, result,
+        trend = [] if as_json or result.status != "complete" else show_lines(st, result, fit_on=fit_on,
                                                                              reference_points=reference_points)
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join([result.table(), *trend]))
     if result.status != "complete":

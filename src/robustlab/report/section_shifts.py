@@ -66,14 +66,16 @@ def effective_section(results: Sequence, context: ReportContext | None = None) -
     """Per shifted test set: the trend of shifted vs original accuracy (logit axes) over the report's runs
     and the reference points, and each run's effective robustness with its interval."""
     refs = context.reference_points if context else None
-    groups = shift_groups(results, reference_points=refs)
+    groups = shift_groups(results, reference_points=refs, fit_on=context.fit_on if context else None)
     if not groups:
         return None
     sec = Section("effective-robustness", "Effective robustness",
                   "Accuracy on a shifted test set against accuracy on the original one, per model. Across models the "
                   "two follow a line on logit axes (Taori et al. 2020, the imagenet-testbed); a model's effective "
-                  "robustness is its height above that line, in accuracy points. The interval combines the model's "
-                  "95% Clopper-Pearson interval with the line's 95% band (Bonferroni, each at 97.5%).",
+                  "robustness is its height above that line, in accuracy points. As the testbed, the line is fitted "
+                  "on standard models only (--fit-on chooses), and a fitted model at 0 % on the shifted set splits it "
+                  "in two. The interval combines the model's 95% Clopper-Pearson interval with the line's 95% band "
+                  "(Bonferroni, each at 97.5%).",
                   ["model", "shift", "original accuracy %", "shifted accuracy %", "trend %", "effective robustness",
                    "run"])
     for k, group in enumerate(groups):
