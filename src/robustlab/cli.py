@@ -600,20 +600,31 @@ def show_command(
 def subtypes_command(
     imagenet22k: Path = typer.Argument(..., help="ImageNet-22K copy: <root>/<wnid>/<image> (fall11 layout)."),
     out: Path = typer.Argument(..., help="Output folder: train.txt, seen.txt, unseen.txt, subtypes.json."),
-    holdout: float = typer.Option(0.2, "--holdout", help="Fraction of the seen subtypes' images held out of "
-                                  "fine-tuning for the seen accuracy."),
+    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="ImageNet-1K val (<val>/<wnid>/<image>): "
+                                              "the seen subtypes' test images, as the reference."),
+    train_data: Optional[Path] = typer.Option(None, "--train-data", help="ImageNet-1K train, to train on as the "
+                                              "reference (default: the 22K copy's folders of the seen subtypes)."),
+    lists: str = typer.Option("reference", "--lists", help="reference (the paper's code's subtype lists: 542 seen, "
+                              "5,017 unseen) or wordnet (every WordNet synset below the 25 types)."),
+    seen_from: str = typer.Option("val", "--seen-from", help="val (--clean-data, the reference) or holdout (a share "
+                                  "of the 22K copy's seen folders, which may be training images)."),
+    holdout: float = typer.Option(0.2, "--holdout", help="With --seen-from holdout: the fraction held out."),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out split (a hash per image path)."),
 ) -> None:
-    """Sort an ImageNet-22K folder into the seen and unseen subtypes of the ImageNet-C paper's 25 broad types."""
-    from .data.subtypes import split_imagenet22k, write_split
+    """Sort an ImageNet-22K folder (and ImageNet-1K val) into the seen and unseen subtypes of the ImageNet-C
+    paper's 25 broad types, as its Appendix G."""
+    from .data.subtypes import HOLDOUT_WARNING, split_imagenet22k, write_split
 
-    split = split_imagenet22k(imagenet22k, holdout=holdout, seed=seed)
+    split = split_imagenet22k(imagenet22k, clean_data=clean_data, train_data=train_data, lists=lists,
+                              seen_from=seen_from, holdout=holdout, seed=seed)
     dst = write_split(split, out)
-    typer.echo(f"{len(split.seen_wnids)} seen and {len(split.unseen_wnids)} unseen subtypes of 25 broad types "
-               f"({len(split.train)} training, {len(split.seen)} held-out seen, {len(split.unseen)} unseen images; "
-               f"{split.ignored} folders below no broad type) in {dst}\nnext:\n"
-               f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 --train head -o FT\n"
+    typer.echo(f"{len(split.seen_wnids)} seen and {len(split.unseen_wnids)} unseen subtypes of 25 broad types, "
+               f"{split.lists} lists ({len(split.train)} training, {len(split.seen)} seen test images from "
+               f"{split.seen_from}, {len(split.unseen)} unseen; {split.ignored} folders in no list) in {dst}\nnext:\n"
+               f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 -o FT\n"
                f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -o imagenet_top1=<top-1 of MODEL>")
+    if split.seen_from == "holdout":
+        typer.echo(f"note: {HOLDOUT_WARNING}.", err=True)
 
 
 def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[str]) -> str:
