@@ -113,3 +113,23 @@ def test_train_head_freezes_what_the_reference_freezes(arch):
     bound = 1 / math.sqrt(layer.in_features)
     assert layer.weight.abs().max() <= bound and layer.bias.abs().max() <= bound
     assert not torch.allclose(layer.weight[0], old_rows)  # not the mean-of-rows start (the option)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_frozen_layers_run_in_the_mode_the_recipe_names(tmp_path, mode):
+    """appendix-g keeps the reference's net.train(): frozen weights stay, batch-norm statistics move;
+    in eval mode they stay too."""
+    from robustlab.models import load_model
+    from robustlab.train import finetune
+
+    from .conftest import TINY, make_folder
+
+    data = make_folder(tmp_path / "data", ("n02085620", "n01641577"), 6)  # a dog and an amphibian
+    before = load_model(f"python:{TINY}:make_tiny1000", device="cpu").net.state_dict()
+    spec = finetune(f"python:{TINY}:make_tiny1000", data, out=tmp_path / "ft", classes="subtypes25", batch_size=4,
+                    frozen_mode=mode, workers=0, progress=False)
+    after = load_model(spec, device="cpu").net.state_dict()
+    assert torch.equal(after["conv.weight"], before["conv.weight"]) and torch.equal(after["bn.weight"], before["bn.weight"])
+    moved = not torch.equal(after["bn.running_mean"], before["bn.running_mean"])
+    assert moved == (mode == "train")
+    assert after["fc.weight"].shape == (25, before["fc.weight"].shape[1])
