@@ -132,9 +132,15 @@ def test_the_figure_draws_families_and_a_split_trend():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["reference models, in the fit (85)", "reference models, not in the fit (250)", "y = x (no drop)",
                       "trend below the split (slope 0.69)", "95% band of the trend",
-                      "trend above the split (slope 2.96)", "CLIP zero-shot (1)", "other (2)"]
-    named = [t.get_text() for t in fig.axes[0].texts]
-    assert sorted(named + unnamed) == sorted(["open_clip:ViT-B-32:openai", "resnet50", "alexnet"])
+                      "trend above the split (slope 2.96)", "open_clip:ViT-B-32:openai (CLIP zero-shot)",
+                      "resnet50 (other)", "alexnet (other)"]  # few models: each named in the legend
+    assert not fig.axes[0].texts and not unnamed
+    plt.close(fig)
+    many = [pair_result(f"torchvision:net{i}", 0.60 + 0.03 * i, 0.45 + 0.03 * i) for i in range(8)]
+    fig, unnamed = draw_trend(shift_groups(many)[0])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "ImageNet-trained (8)" in labels  # many: one legend entry, the names beside the points
+    assert sorted([t.get_text() for t in fig.axes[0].texts] + unnamed) == sorted(r.model for r in many)
     plt.close(fig)
 
 

@@ -45,6 +45,8 @@ __all__ = ["FAMILIES", "ShiftGroup", "effective_lines", "er_text", "group_rows",
 #: Model families of the figure, with their marker and colour.
 FAMILIES = {"CLIP zero-shot": ("*", "#d1495b"), "ImageNet-trained": ("o", "#2a7ab0"), "other": ("s", "#3a9a5b")}
 _IMAGENET_SOURCES = ("torchvision:", "timm:", "hf:")
+#: Markers of the models of a family that has few (each is then named in the legend).
+RUN_MARKERS = ("o", "s", "D", "^", "v", "P")
 
 
 def model_family(model: str) -> str:
@@ -258,7 +260,8 @@ def _draw_references(ax, group: ShiftGroup, transform: str) -> None:
 def trend_figure(group: ShiftGroup, key: str) -> F.Figure:
     """Shifted vs original accuracy on the trend's axes (ticks in percent): the reference models (filled:
     in the fit), the trend with its 95 % band (two lines when split), y = x, and the report's models by
-    family with 95 % intervals, each named. Wide enough for a whole report row (readable at 1280 px)."""
+    family with 95 % intervals, each named (in the legend, or beside its point when a family has
+    many). Wide enough for a whole report row (readable at 1280 px)."""
     fig, unnamed = draw_trend(group)
     if group.fit is not None:
         caption = (f"The trend is fitted on {group.describe_fit()}; {trend_text(group.fit)}. Each coloured point is "
@@ -291,16 +294,19 @@ def draw_trend(group: ShiftGroup):
     names, px, py = [], [], []
     for family, (marker, colour) in FAMILIES.items():
         members = [(r, p) for r, p in zip(group.runs, group.pairs) if model_family(r.model) == family]
+        own = len(members) <= len(RUN_MARKERS)  # few: each model its own marker and legend entry
         for k, (r, pair) in enumerate(members):
             x, y = pair["original"], pair["shifted"]
+            shape = (marker if k == 0 else RUN_MARKERS[k]) if own else marker
+            label = f"{short_model(r.model, 40)} ({family})" if own else (f"{family} ({len(members)})" if k == 0 else None)
             ax.errorbar(_forward(x, transform), _forward(y, transform),
                         xerr=_interval(x, pair.get("original_n"), transform),
-                        yerr=_interval(y, pair.get("shifted_n"), transform), fmt=marker, color=colour,
-                        markersize=9 if marker == "*" else 6, capsize=2, zorder=3,
-                        label=f"{family} ({len(members)})" if k == 0 else None)
-            names.append(short_model(r.model))
-            px.append(float(_forward(x, transform)))
-            py.append(float(_forward(y, transform)))
+                        yerr=_interval(y, pair.get("shifted_n"), transform), fmt=shape, color=colour,
+                        markersize=10 if shape == "*" else 6, capsize=2, zorder=3, label=label)
+            if not own:
+                names.append(short_model(r.model))
+                px.append(float(_forward(x, transform)))
+                py.append(float(_forward(y, transform)))
     ticks = [t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99) if lo <= t <= hi] \
         or [lo, hi]
     for axis in (ax.xaxis, ax.yaxis):
