@@ -89,6 +89,27 @@ def robustlab_logits(model, images: list[np.ndarray]) -> torch.Tensor:
                           for img in images])
 
 
+def offline_failure(monkeypatch, hub: Path, spec: str) -> str:
+    """The message of loading ``spec`` with an empty Hub cache at ``hub`` and no network (a refused
+    port), checked to come within seconds (not a minute of retries) as an OfflineError."""
+    import time
+
+    import pytest
+    from huggingface_hub import constants
+
+    from robustlab.errors import OfflineError
+    from robustlab.models import load_model
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    start = time.perf_counter()
+    with pytest.raises(OfflineError) as info:
+        load_model(spec, device="cpu")
+    assert time.perf_counter() - start < 10
+    return str(info.value)
+
+
 def photos(n: int, seed: int = 0) -> list[np.ndarray]:
     """``n`` uint8 images of assorted sizes (odd margins included) with structure, not only noise."""
     rng = np.random.default_rng(seed)

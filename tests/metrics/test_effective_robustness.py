@@ -105,6 +105,12 @@ def test_reference_point_errors_name_the_problem(tmp_path):
     bad.write_text("model,original,shifted\nm,eighty,10\n")
     with pytest.raises(DataError, match="line 2"):
         read_reference_points(bad)
+    bad.write_text("model,original,shifted\nok,70,60\nbig,80,120\n")  # out of [0, 100] %: the row is named
+    with pytest.raises(DataError, match="line 3 .model 'big'.: an accuracy above 100"):
+        read_reference_points(bad)
+    bad.write_text("model,original,shifted\nneg,0.7,-0.1\n")
+    with pytest.raises(DataError, match="line 2 .model 'neg'."):
+        read_reference_points(bad)
 
 
 # --- the imagenet-testbed's own numbers on its own table ---------------------------------------------
@@ -196,16 +202,6 @@ def test_zero_accuracy_splits_the_trend_and_names_the_model():
     assert fit is None and "above 'd'" in reason and "got 1" in reason
     fit, reason = trend_or_reason([0.6, 0.7, 0.8, 0.9], [0.1, 0.2, 1.0, 0.4], names=list("wxyz"))
     assert fit is None and "'y' has accuracies 80 % / 100 %" in reason
-
-
-def test_reference_table_refuses_accuracies_out_of_range_naming_the_row(tmp_path):
-    bad = tmp_path / "bad.csv"
-    bad.write_text("model,original,shifted\nok,70,60\nbig,80,120\n")
-    with pytest.raises(DataError, match="line 3 .model 'big'.: an accuracy above 100"):
-        read_reference_points(bad)
-    bad.write_text("model,original,shifted\nneg,0.7,-0.1\n")
-    with pytest.raises(DataError, match="line 2 .model 'neg'."):
-        read_reference_points(bad)
 
 
 @pytest.mark.parametrize("first", ["submodule", "function", "report"])

@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
