@@ -217,8 +217,9 @@ def _from_pretrained(loader: Any, target: str, revision: str | None, what: str) 
 
 @model_source("hf", canonical=hf_canonical)
 def load_hf(rest: str, options: dict[str, Any]) -> Model:
-    """``hf:ORG/NAME[@REVISION]`` or ``hf:FOLDER``: a Hugging Face image classifier with its image
-    processor's preprocessing; ``pip install 'robustlab[hf]'``."""
+    """``hf:ORG/NAME[@REVISION]`` or ``hf:FOLDER``: a transformers image classifier (robustlab[hf]).
+
+    Its image processor's preprocessing runs inside the adapter; ``id2label`` names its classes."""
     try:
         from transformers import AutoImageProcessor, AutoModelForImageClassification
     except ImportError as exc:

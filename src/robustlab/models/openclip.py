@@ -208,8 +208,9 @@ def tokenizer_identity(tokenizer: Any, open_clip) -> str:
 
 @model_source("open_clip", canonical=open_clip_canonical)
 def load_open_clip(rest: str, options: dict[str, Any]) -> Model:
-    """``open_clip:ARCH:TAG|FILE|none``: an open_clip model as a zero-shot ImageNet classifier (CLIP's
-    class names and 80 templates); ``pip install 'robustlab[clip]'``."""
+    """``open_clip:ARCH:TAG|FILE|none``: an open_clip model as a zero-shot classifier (robustlab[clip]).
+
+    The head scores CLIP's 1,000 ImageNet class names in 80 templates, or a benchmark's own classes."""
     open_clip = _import_open_clip()
     spec = parse_open_clip_spec(rest)
     canonical = open_clip_canonical(rest)
