@@ -128,3 +128,11 @@ def test_open_clip_default_head_projects_clips_1000_classes(tmp_path, cache, ima
     model = load_model(f"open_clip:{config}:{checkpoint}", device="cpu")
     logits = robustlab_logits(model, [read_image(root / f) for f in shifted])[:, imagenet_r_indices()]
     assert [preds[f] for f in shifted] == logits.argmax(1).tolist()
+
+
+def test_attacks_on_a_zero_shot_model_use_the_folder_names_too(tmp_path, cache, labelled_root):
+    config, checkpoint = tiny_open_clip(tmp_path / "clip")
+    result = evaluate(f"open_clip:{config}:{checkpoint}", "adversarial-auc", labelled_root, eps=[0.0, 0.05],
+                      store=tmp_path / "s", workers=0, device="cpu", progress=False, class_map="sorted")
+    accuracies = [v for n, _, v in result.metrics if n == "accuracy"]
+    assert result.status == "complete" and len(accuracies) == 2  # a 3-class head from cat, dog, fox: no class error
