@@ -7,6 +7,10 @@ numpy images (:meth:`Preprocessing.prepare_image`) so the engine's worker proces
 images of any native size to the model's input size before batching (PIL resampling, as
 torchvision's transforms on PIL images do).
 
+:class:`TorchvisionPreprocessing` does the geometry as Hugging Face's image processors do it
+(torchvision's resize on the uint8 image, an exact size or the shorter side, the crop's offset
+rounded down), for ``hf:`` models.
+
 Rule for inputs already at the model's input size: they are not resized or cropped again
 (only normalised). ImageNet-C and CIFAR-10-C are released already resized and cropped
 (224 px, 32 px), and their reference evaluation only centre-crops (a no-op) and normalises.

@@ -127,7 +127,7 @@ class TextEncoder:
     def __init__(self, clip: nn.Module, tokenizer: Any, tokenizer_id: str) -> None:
         self.clip, self.tokenizer, self.tokenizer_id = clip, tokenizer, tokenizer_id
         self._digest: str | None = None
-        self._memory: dict[str, torch.Tensor] = {}
+        self._memory: dict[tuple[str, str], torch.Tensor] = {}  # (key, device) -> weights
 
     def digest(self) -> str:
         if self._digest is None:
@@ -138,8 +138,9 @@ class TextEncoder:
         """The (embedding dim, classes) matrix of ``labels``: from memory, the disk cache, or computed
         with open_clip's ``build_zero_shot_classifier`` on ``device`` (then cached)."""
         key = text_cache_key(self.digest(), self.tokenizer_id, labels)
-        if key in self._memory:
-            return self._memory[key].to(device)
+        on_device = self._memory.get((key, str(device)))
+        if on_device is not None:
+            return on_device
         path = text_cache_dir() / f"{key}.pt"
         weights = _read_cached(path, len(labels.names))
         if weights is None:
@@ -154,8 +155,8 @@ class TextEncoder:
             finally:
                 self.clip.train(was_training)
             _write_cached(path, weights)
-        self._memory[key] = weights.cpu()
-        return weights.to(device)
+        self._memory[(key, str(device))] = weights = weights.to(device)
+        return weights
 
 
 def _read_cached(path: Path, classes: int) -> torch.Tensor | None:
