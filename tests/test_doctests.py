@@ -33,3 +33,21 @@ def test_docstring_examples_pass(name):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} fail (see the output above)"
+
+
+#: Documentation pages whose ``pycon`` blocks run as doctests (their examples need no data).
+DOC_PAGES = ("effective-robustness.md",)
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_documentation_examples_pass(page):
+    text = (DOCS / page).read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```pycon\n")[1:]]
+    assert blocks, f"docs/{page} has no pycon example"
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for k, block in enumerate(blocks):
+        runner.run(parser.get_doctest(block, {}, f"docs/{page}[{k}]", str(DOCS / page), 0))
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 3 and result.failed == 0, f"{result.failed} examples of docs/{page} fail (see above)"

@@ -15,7 +15,8 @@ from .registry import builtin_plugins as _builtin_plugins  # noqa: E402
 # names the layers above it.
 _builtin_plugins("robustlab.benchmarks", "robustlab.benchmarks",
                  lazy={"imagenet-3dcc": "robustlab.plugins.imagenet_3dcc", "laion-c": "robustlab.plugins.laion_c"})
-_builtin_plugins("robustlab.model_sources", "robustlab.demo.models", "robustlab.train.finetuned")
+_builtin_plugins("robustlab.model_sources", "robustlab.models.openclip", "robustlab.models.hf",
+                 "robustlab.demo.models", "robustlab.train.finetuned")
 
 
 def __getattr__(name: str):

@@ -37,6 +37,9 @@ class ProgressMode(str, Enum):
     none = "none"
 
 
+FIT_ON_HELP = ("Effective robustness: the models the trend is fitted on. standard (the imagenet-testbed's standard "
+               "models of the reference table, as its use_for_line_fit; without a table, the runs that are not "
+               "zero-shot), all (every reference row and run) or a file of model names, one a line.")
 PROGRESS_HELP = ("Progress on stderr: bar (on a terminal), log (a plain line every 15 s: units and samples done, "
                  "samples/s, ETA), none, or auto: bar on a terminal, else log. bar without a terminal prints log "
                  "lines, with a note.")
@@ -287,7 +290,8 @@ def report_command(
     title: str = typer.Option("robustlab report", "--title", help="Report title."),
     reference_points: Optional[Path] = typer.Option(
         None, "--reference-points", help="CSV of published accuracies of other models for the effective-robustness "
-        "trends: model,original,shifted[,shift] or imagenet-testbed's robustness_top1s.csv."),
+        "trends: model,original,shifted[,shift][,standard] or imagenet-testbed's robustness_top1s.csv."),
+    fit_on: str = typer.Option("standard", "--fit-on", help=FIT_ON_HELP),
 ) -> None:
     """Write one self-contained report (HTML with figures, or Markdown/CSV/JSON) of the stored runs."""
     from .report import write_report
@@ -295,7 +299,7 @@ def report_command(
 
     with open_store(store, must_exist=True) as st:
         path = write_report(st, out, fmt=fmt, runs=run, benchmarks=benchmark, title=title,
-                            reference_points=reference_points)
+                            reference_points=reference_points, fit_on=fit_on)
     typer.echo(f"wrote {path}")
 
 
@@ -446,7 +450,8 @@ def export_detection_command(
 def evaluate_command(
     ctx: typer.Context,
     model: str = typer.Option(..., "--model", "-m", help="torchvision:NAME[:WEIGHTS|:none], timm:NAME[:none], "
-                              "onnx:PATH or python:MODULE_OR_FILE.py:CALLABLE."),
+                              "open_clip:ARCH:TAG|FILE (zero-shot), hf:ORG/NAME[@REV]|FOLDER, onnx:PATH or "
+                              "python:MODULE_OR_FILE.py:CALLABLE (`robustlab list models`)."),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="A registered benchmark (imagenet-c, corrupted, "
                                   "imagenet-p, adversarial-auc, coco-c, ...; a wrong name lists them all). With -b "
                                   "NAME, --help lists that benchmark's options."),
@@ -567,6 +572,7 @@ def show_command(
     reference_points: Optional[Path] = typer.Option(
         None, "--reference-points", help="Natural shifts, C-bar: a CSV of published accuracies added to the "
         "effective-robustness trend (model,original,shifted[,shift] or imagenet-testbed's robustness_top1s.csv)."),
+    fit_on: str = typer.Option("standard", "--fit-on", help=FIT_ON_HELP),
 ) -> None:
     """Show a run's metrics in its family's layout (CE per corruption; FR/T5D per perturbation and
     difficulty; the pm-k curve; P/mPC/rPC per corruption; accuracy per epsilon and R; effective
@@ -591,7 +597,7 @@ def show_command(
 
     with open_store(store, must_exist=True) as st:
         result = load_result(st, run)
-        trend = [] if as_json or result.status != "complete" else show_lines(st, result,
+        trend = [] if as_json or result.status != "complete" else show_lines(st, result, fit_on=fit_on,
                                                                              reference_points=reference_points)
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join([result.table(), *trend]))
     if result.status != "complete":
@@ -604,20 +610,31 @@ def show_command(
 def subtypes_command(
     imagenet22k: Path = typer.Argument(..., help="ImageNet-22K copy: <root>/<wnid>/<image> (fall11 layout)."),
     out: Path = typer.Argument(..., help="Output folder: train.txt, seen.txt, unseen.txt, subtypes.json."),
-    holdout: float = typer.Option(0.2, "--holdout", help="Fraction of the seen subtypes' images held out of "
-                                  "fine-tuning for the seen accuracy."),
+    clean_data: Optional[Path] = typer.Option(None, "--clean-data", help="ImageNet-1K val (<val>/<wnid>/<image>): "
+                                              "the seen subtypes' test images, as the reference."),
+    train_data: Optional[Path] = typer.Option(None, "--train-data", help="ImageNet-1K train, to train on as the "
+                                              "reference (default: the 22K copy's folders of the seen subtypes)."),
+    lists: str = typer.Option("reference", "--lists", help="reference (the paper's code's subtype lists: 542 seen, "
+                              "5,017 unseen) or wordnet (every WordNet synset below the 25 types)."),
+    seen_from: str = typer.Option("val", "--seen-from", help="val (--clean-data, the reference) or holdout (a share "
+                                  "of the 22K copy's seen folders, which may be training images)."),
+    holdout: float = typer.Option(0.2, "--holdout", help="With --seen-from holdout: the fraction held out."),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out split (a hash per image path)."),
 ) -> None:
-    """Sort an ImageNet-22K folder into the seen and unseen subtypes of the ImageNet-C paper's 25 broad types."""
-    from .data.subtypes import split_imagenet22k, write_split
+    """Sort an ImageNet-22K folder (and ImageNet-1K val) into the seen and unseen subtypes of the ImageNet-C
+    paper's 25 broad types, as its Appendix G."""
+    from .data.subtypes import HOLDOUT_WARNING, split_imagenet22k, write_split
 
-    split = split_imagenet22k(imagenet22k, holdout=holdout, seed=seed)
+    split = split_imagenet22k(imagenet22k, clean_data=clean_data, train_data=train_data, lists=lists,
+                              seen_from=seen_from, holdout=holdout, seed=seed)
     dst = write_split(split, out)
-    typer.echo(f"{len(split.seen_wnids)} seen and {len(split.unseen_wnids)} unseen subtypes of 25 broad types "
-               f"({len(split.train)} training, {len(split.seen)} held-out seen, {len(split.unseen)} unseen images; "
-               f"{split.ignored} folders below no broad type) in {dst}\nnext:\n"
-               f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 --train head -o FT\n"
+    typer.echo(f"{len(split.seen_wnids)} seen and {len(split.unseen_wnids)} unseen subtypes of 25 broad types, "
+               f"{split.lists} lists ({len(split.train)} training, {len(split.seen)} seen test images from "
+               f"{split.seen_from}, {len(split.unseen)} unseen; {split.ignored} folders in no list) in {dst}\nnext:\n"
+               f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 -o FT\n"
                f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -o imagenet_top1=<top-1 of MODEL>")
+    if split.seen_from == "holdout":
+        typer.echo(f"note: {HOLDOUT_WARNING}.", err=True)
 
 
 def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[str]) -> str:

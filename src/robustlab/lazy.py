@@ -7,11 +7,19 @@ A package lists ``{name: submodule}`` and gets ``__getattr__``/``__dir__``::
 
 ``from robustlab.models import load_model`` then imports ``robustlab.models.sources`` at that
 moment; ``import robustlab.models.preprocessing`` imports nothing else of the package.
+
+A name may be both an export and the submodule it comes from (``robustlab.metrics`` exports the
+function ``effective_robustness`` of its submodule ``effective_robustness``). Importing a submodule
+binds it on its package under its own name, which would hide the export. Such a package's module
+object keeps the export instead (:class:`ExportsFirst`), whatever the import order; the submodule
+stays importable by its dotted name (``from robustlab.metrics.effective_robustness import ...``).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,7 +39,24 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
     def __dir__() -> list[str]:
         return sorted(set(globals_of(package)) | set(exports))
 
+    shadowed = {name for name, module in exports.items() if module.lstrip(".") == name}
+    if shadowed:
+        module = sys.modules[package]
+        module.__class__ = ExportsFirst
+        module.__dict__["_lazy_shadowed"] = frozenset(shadowed)
     return __getattr__, __dir__
+
+
+class ExportsFirst(types.ModuleType):
+    """A package whose exports named like their own submodule are not replaced by that submodule
+    when it is imported (the import system binds ``package.<name>`` to each submodule it loads)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and name in self.__dict__.get("_lazy_shadowed", ()) \
+                and value.__name__ == f"{self.__name__}.{name}":
+            self.__dict__.pop(name, None)  # the export loads on first use, from the submodule
+            return
+        super().__setattr__(name, value)
 
 
 def globals_of(package: str) -> dict[str, Any]:

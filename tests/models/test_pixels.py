@@ -69,3 +69,19 @@ def test_leaves_size_matches_what_geometry_does(prep, size, leaves):
     x = torch.rand(1, 3, *size)
     assert prep.leaves_size(*size) is leaves
     assert (prep.geometry(x).shape == x.shape and torch.equal(prep.geometry(x), x)) is leaves
+
+
+def test_torchvision_preprocessing_reads_files_with_the_processors_pixels(tmp_path):
+    """hf: models resize with torchvision, not Pillow: the fused read path keeps their pixels."""
+    from PIL import Image
+
+    from robustlab.data.images import read_image
+    from robustlab.models.preprocessing import Geometry, TorchvisionPreprocessing
+
+    prep = TorchvisionPreprocessing(crop=224, size=(256, 256), interpolation="bicubic")
+    img = np.random.default_rng(1).integers(0, 256, (300, 410, 3), dtype=np.uint8)
+    Image.fromarray(img).save(tmp_path / "x.png")
+    np.testing.assert_array_equal(read_image(tmp_path / "x.png", prepare=Geometry(prep)), prep.prepare_image(img))
+    assert not prep.leaves_size(224, 300) and prep.leaves_size(224, 224)
+    assert TorchvisionPreprocessing(size=(200, 100)).leaves_size(200, 100)
+    assert not TorchvisionPreprocessing(size=(200, 100)).leaves_size(100, 200)

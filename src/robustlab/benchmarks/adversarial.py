@@ -175,6 +175,7 @@ class AdversarialAUC(Benchmark):
         if getattr(model, "differentiable", True) is False:
             raise ModelError(f"model {getattr(model, 'name', model)!r} has no gradients (e.g. an ONNX model): "
                              "gradient attacks need a torch model; load the same network from torch weights.")
+        model = self.for_data_classes(model, config)  # zero-shot and hf: models take the data's classes
         device = model_device(model)
         x, labels = batch.stacked_inputs(device), batch.label_tensor(device)
         seed = derive_seed(config["seed"], tuple(labels.tolist()))  # per batch, reproducible on resume

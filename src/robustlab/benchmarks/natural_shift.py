@@ -14,6 +14,13 @@ effective-robustness trend (:mod:`robustlab.report.effective`).
   200 classes are not evaluated. ObjectNet images carry a 1-pixel red border, cropped before the
   model's preprocessing; an image without it is not cropped, and the run's notes count them.
 - ImageNetV2 (three variants) and ImageNet-Sketch: the 1,000 classes as they are.
+
+Models that name their classes adapt first (:mod:`robustlab.models.label_space`): a ``hf:`` model's
+``id2label`` must be ImageNet's 1,000 classes; a zero-shot model (``open_clip:``) scores CLIP's
+ImageNet names. Option ``zero_shot_classes``: ``imagenet`` (default) projects a zero-shot model's
+1,000 logits like any other's; ``subset`` builds its head from the set's own classes instead (the
+200 classes' names for ImageNet-A/R, ObjectNet's 113 class names), as CLIP's paper evaluated
+ImageNet-A/R and ObjectNet. The run's config records ``subset``; other models ignore it.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ if TYPE_CHECKING:
     import torch
 
 SHIFTED, CLEAN = "shifted", "clean"
+#: Values of ``zero_shot_classes`` (see the module docstring).
+ZERO_SHOT_CLASSES = ("imagenet", "subset")
 #: ImageNet-1k classes a projected model must output.
 IMAGENET_CLASSES = 1000
 V2_VARIANTS = ("matched-frequency", "threshold0.7", "top-images")
@@ -168,9 +177,11 @@ def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[
     import torch
 
     from ..engine.classification import classify_batch
+    from ..models.label_space import for_class_names
     from ..models.projection import project_logits
     from ..models.protocol import check_logits
 
+    model = for_class_names(model, ilsvrc_wnids())
     groups = config["projection"]
     name = getattr(model, "name", type(model).__name__)
 
@@ -212,7 +223,10 @@ class NaturalShift(Benchmark):
     testbed_columns: tuple[str, str] = ("val", "")
     #: What the clean setting measures.
     original_set = "ImageNet val"
-    options = (SAVE_LOGITS, LIMIT, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K)
+    options = (SAVE_LOGITS, LIMIT, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K,
+               Option("zero_shot_classes", "str", "imagenet", choices=ZERO_SHOT_CLASSES,
+                      help="Zero-shot models (open_clip:): imagenet (default: the 1,000-class head, projected to the "
+                      "set's classes) or subset (a head built from the set's own class names, as CLIP's paper)."))
     family, family_title = "natural-shift", "Natural distribution shifts"
     headline = (HeadlineMetric("accuracy", "top-1", setting=SHIFTED), HeadlineMetric("top5_accuracy", "top-5",
                                                                                     setting=SHIFTED))
@@ -235,8 +249,14 @@ class NaturalShift(Benchmark):
         return self.name
 
     def configure(self, data: str, *, save_logits, limit, clean_data, clean_run, classes_per_unit, top_k,
-                  **extra: Any) -> dict[str, Any]:
-        """``extra``: the options a subclass adds to :attr:`options` (kept in the config as given)."""
+                  zero_shot_classes="imagenet", **extra: Any) -> dict[str, Any]:
+        """``extra``: the options a subclass adds to :attr:`options` (kept in the config as given).
+        ``zero_shot_classes`` is recorded only when it is ``subset`` (runs made before it existed keep
+        their identity)."""
+        if zero_shot_classes not in ZERO_SHOT_CLASSES:
+            raise InputError(f"zero_shot_classes must be one of {', '.join(ZERO_SHOT_CLASSES)}; got {zero_shot_classes!r}.")
+        if zero_shot_classes != "imagenet":
+            extra = {**extra, "zero_shot_classes": zero_shot_classes}
         if clean_data is not None and clean_run is not None:
             raise InputError("give either clean_data (an ImageNet val folder) or clean_run (a stored run), not both.")
         root = Path(data).expanduser().resolve()
@@ -281,10 +301,30 @@ class NaturalShift(Benchmark):
         other = {f: len(labels) + k for k, f in enumerate(f for f in class_folders(folder) if f not in labels)}
         return read_image_folder(folder, {**labels, **other}, classes=unit.params["classes"], limit=config["limit"])
 
+    def zero_shot_labels(self, config: Mapping[str, Any]):
+        """The zero-shot labels of the set's own classes (``zero_shot_classes=subset``): CLIP's names
+        of its ImageNet classes, with CLIP's templates (ObjectNet overrides this with its own names)."""
+        from ..models.zero_shot import imagenet_labels
+
+        groups = config.get("projection")
+        labels = imagenet_labels()
+        if not groups:
+            return labels
+        return labels.subset([g[0] for g in groups], f"{self.title}'s {len(groups)} classes (CLIP's names)")
+
     def classify(self, model, x, config) -> dict[str, np.ndarray]:
+        if config.get("zero_shot_classes") == "subset" and hasattr(model, "for_labels"):
+            from ..engine.classification import classify_batch
+
+            head = model.for_labels(self.zero_shot_labels(config))
+            return classify_batch(head, x, top_k=int(config.get("top_k", 5)), save_logits=bool(config.get("save_logits")),
+                                  num_classes=len(config["projection"] or ()) or IMAGENET_CLASSES)
         if config.get("projection"):
             return classify_projected(model, x, config, self.name)
         return super().classify(model, x, config)
+
+    def class_names(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(ilsvrc_wnids())  # the model's 1,000 ImageNet classes, projected afterwards
 
     def metrics(self, config, predictions, related=None) -> list[MetricRow]:
         setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
@@ -435,6 +475,14 @@ class ObjectNet(NaturalShift):
 
     def layout(self, root: Path, options: Mapping[str, Any]) -> ShiftLayout:
         return objectnet_layout(root)
+
+    def zero_shot_labels(self, config: Mapping[str, Any]):
+        """ObjectNet's own names of its 113 ImageNet-overlapping classes (``Air freshener``...)."""
+        from ..models.zero_shot import ZeroShotLabels, imagenet_labels
+
+        names = objectnet_folders()
+        return ZeroShotLabels(tuple(names[f] for f in sorted(objectnet_to_imagenet())), imagenet_labels().templates,
+                              "ObjectNet's 113 class names")
 
     def samples(self, config: Mapping[str, Any], unit: Unit):
         images = super().samples(config, unit)

@@ -579,6 +579,7 @@ class _SequenceBenchmark(Benchmark):
         return Sample(sample_id(samples, i), int(samples.labels[i]), np.stack([prepare(f) for f in frames]))
 
     def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        model = self.for_data_classes(model, config)  # zero-shot and hf: models take the data's classes
         x = batch.inputs(model_device(model))  # (B, T, 3, H, W), or a list of (T, 3, H, W)
         stacks = [x] if not isinstance(x, list) else [s.unsqueeze(0) for s in x]
         columns = []

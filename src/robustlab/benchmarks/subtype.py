@@ -2,11 +2,13 @@
 types, evaluated on held-out images of those seen subtypes and on the unseen (ImageNet-22K only)
 ones (:mod:`robustlab.data.subtypes`; ImageNet-C paper, appendix).
 
-The data is a split folder written by ``robustlab subtypes IMAGENET22K OUT`` (``subtypes.json``,
-``seen.txt``, ``unseen.txt``); the model gives 25 logits, one per broad type
-(``robustlab finetune --data OUT/train.txt --classes subtypes25 --train head``). Settings ``seen``
-and ``unseen``; metrics: accuracy of each with its 95% Clopper-Pearson interval, per broad type,
-and the seen - unseen gap. ``imagenet_top1`` (the base architecture's ImageNet-1K top-1, percent
+The data is a split folder written by ``robustlab subtypes IMAGENET22K OUT --clean-data VAL``
+(``subtypes.json``, ``seen.txt``, ``unseen.txt``); the model gives 25 logits, one per broad type
+(``robustlab finetune --data OUT/train.txt --classes subtypes25``: the reference's recipe). Settings
+``seen`` and ``unseen``; metrics: accuracy of each with its 95% Clopper-Pearson interval, per broad
+type, and the seen - unseen gap. The run's config records the split's subtype lists
+(``reference`` or ``wordnet``) and where the seen images come from (``val`` or ``holdout``); with
+``holdout`` its notes and the report say that seen accuracy may include training images. ``imagenet_top1`` (the base architecture's ImageNet-1K top-1, percent
 or fraction) places the run in the report's figure, as the paper plots both accuracies against
 ImageNet-1K accuracy.
 """
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..data.classification import ImageFolderSamples
-from ..data.subtypes import load_split
+from ..data.subtypes import HOLDOUT_WARNING, load_split
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import setting_counts, top1_errors
 from ..engine.options import LIMIT, SAVE_LOGITS, TOP_K, check_positive, shard_size_option
@@ -70,10 +72,17 @@ class SubtypeRobustness(Benchmark):
     def configure(self, data: str, *, save_logits, limit, shard_size, imagenet_top1, top_k) -> dict[str, Any]:
         root = str(Path(data).expanduser().resolve())
         meta, _ = self._split(root)
-        return {"data": root, "broad_types": [t[0] for t in meta["broad_types"]],
-                "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
-                "imagenet_top1": imagenet_accuracy(imagenet_top1), "top_k": check_positive("top_k", top_k),
-                "save_logits": bool(save_logits), "num_classes": len(meta["broad_types"])}
+        config = {"data": root, "broad_types": [t[0] for t in meta["broad_types"]],
+                  "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
+                  "imagenet_top1": imagenet_accuracy(imagenet_top1), "top_k": check_positive("top_k", top_k),
+                  "save_logits": bool(save_logits), "num_classes": len(meta["broad_types"])}
+        if meta.get("format") != "robustlab-subtypes/1":  # splits made before the choices keep their run ids
+            config.update(lists=meta["lists"], seen_from=meta["seen_from"])
+        return config
+
+    def seen_from(self, config: Mapping[str, Any]) -> str:
+        """``val`` or ``holdout`` (splits made before the choice existed held out)."""
+        return config.get("seen_from", "holdout")
 
     def plan(self, config: Mapping[str, Any]):
         _, lists = self._split(config["data"])
@@ -112,6 +121,8 @@ class SubtypeRobustness(Benchmark):
 
     def notes(self, config, metrics) -> list[str]:
         notes = []
+        if self.seen_from(config) == "holdout":
+            notes.append(HOLDOUT_WARNING[0].upper() + HOLDOUT_WARNING[1:] + ".")
         if config.get("imagenet_top1") is None:
             notes.append("no ImageNet-1K accuracy for the figure: give -o imagenet_top1=<the base model's top-1, e.g. "
                          "76.1>.")
@@ -120,7 +131,8 @@ class SubtypeRobustness(Benchmark):
     def summary(self, config, metrics) -> dict[str, Any]:
         table = {(m, s): v for m, s, v in metrics}
         out: dict[str, Any] = {"imagenet_top1": config.get("imagenet_top1"),
-                               "gap": table.get(("seen_unseen_gap", ""))}
+                               "gap": table.get(("seen_unseen_gap", "")), "lists": config.get("lists", "wordnet"),
+                               "seen_from": self.seen_from(config)}
         for setting in SETTINGS:
             if ("accuracy", setting) in table:
                 out[setting] = {"accuracy": table[("accuracy", setting)], "low": table[("accuracy_low", setting)],

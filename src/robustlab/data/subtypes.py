@@ -1,20 +1,32 @@
-"""Subtype robustness (ImageNet-C paper, Hendrycks & Dietterich 2019, appendix): 25 broad WordNet
+"""Subtype robustness (ImageNet-C paper, Hendrycks & Dietterich 2019, Appendix G): 25 broad WordNet
 types, their *seen* subtypes (ImageNet-1K classes below them) and *unseen* subtypes (ImageNet-22K
 classes below them that ImageNet-1K lacks).
 
 A classifier's last layer is fine-tuned on images of the seen subtypes to predict the broad type
-(``robustlab finetune --classes subtypes25 --train head``); its accuracy on held-out images of the
-seen subtypes is compared with its accuracy on the unseen subtypes.
+(``robustlab finetune --classes subtypes25``, the reference's recipe by default); its accuracy on
+ImageNet-1K val images of the seen subtypes is compared with its accuracy on the unseen subtypes.
 
 The 25 types are those of the reference code (hendrycks/robustness,
-``auxiliary/ImageNet22K/test.py``, one wnid per type in its comments). Here their subtypes come
-from WordNet 3.0 (the shipped hyponym closure below the 25, ``wordnet/subtypes25.json.gz``, built
-by ``scripts/build_subtype_data.py``) instead of the reference's hand-written lists: a folder of
-an ImageNet-22K copy (``<root>/<wnid>/<image>``, the fall11 layout) belongs to the type above it.
+``old/auxiliary/ImageNet22K/test.py``, one wnid per type in its comments). Which subtypes belong to
+them (``lists``):
 
-:func:`split_imagenet22k` lists such a folder into ``train.txt`` (seen subtypes, for fine-tuning),
-``seen.txt`` (held-out seen images) and ``unseen.txt``, plus ``subtypes.json`` (the type of every
-folder used, with counts), which the ``subtype-robustness`` benchmark reads.
+- ``reference`` (default): the reference's own hand-written lists, shipped with its commit
+  (``subtypes_reference.json``: 542 seen, 5,017 unseen; :func:`reference_lists`);
+- ``wordnet``: every synset below a type in WordNet 3.0 (the shipped hyponym closure below the
+  25, ``wordnet/subtypes25.json.gz``, built by ``scripts/build_subtype_data.py``), a superset.
+
+Where the seen images come from (``seen_from``):
+
+- ``val`` (default, as the reference): ImageNet-1K val (``clean_data``, ``<val>/<wnid>/<image>``);
+  the training images are the ImageNet-22K copy's folders of the seen subtypes (or an ImageNet-1K
+  train folder, ``train_data``, as the reference trains);
+- ``holdout``: a share of the 22K copy's seen folders held out by hash. In the fall11 release those
+  folders hold the very images ImageNet-1K models were trained on, so seen accuracy may include
+  training images: the split, the run and the report say so.
+
+:func:`split_imagenet22k` lists the images into ``train.txt``, ``seen.txt`` and ``unseen.txt``,
+plus ``subtypes.json`` (the type of every folder used, with counts and the choices above), which
+the ``subtype-robustness`` benchmark reads.
 """
 
 from __future__ import annotations
@@ -35,8 +47,9 @@ from ..fsutil import atomic_write_text
 from .images import is_image_file
 from .wordnet import ilsvrc_wnids
 
-__all__ = ["LAYOUT", "SPLIT_FILE", "SUBTYPE_CLASSES", "SubtypeHierarchy", "SubtypeSplit", "broad_type_index",
-           "load_split", "shipped_hierarchy", "split_imagenet22k", "write_split"]
+__all__ = ["LAYOUT", "LISTS", "SEEN_FROM", "SPLIT_FILE", "SUBTYPE_CLASSES", "SubtypeHierarchy", "SubtypeLists",
+           "SubtypeSplit", "broad_type_index", "load_split", "reference_lists", "shipped_hierarchy", "split_imagenet22k",
+           "wordnet_lists", "write_split"]
 
 #: The 25 broad types (WordNet first lemma, wnid), in the reference's order; ``--classes subtypes25``.
 SUBTYPE_CLASSES: tuple[tuple[str, str], ...] = (
@@ -50,6 +63,14 @@ SUBTYPE_CLASSES: tuple[tuple[str, str], ...] = (
 )
 LAYOUT = "<root>/<WordNet wnid, e.g. n02084071>/<image> (the ImageNet-22K / fall11 layout)"
 SPLIT_FILE = "subtypes.json"
+SPLIT_FORMAT = "robustlab-subtypes/2"
+#: Which subtype lists a split uses, and where its seen images come from (see the module docstring).
+LISTS = ("reference", "wordnet")
+SEEN_FROM = ("val", "holdout")
+#: What the split, the run and the report say when the seen images are held out of the 22K copy.
+HOLDOUT_WARNING = ("seen accuracy may include training images: the seen images were held out of the ImageNet-22K "
+                   "copy's folders of ImageNet-1K classes, which in the fall11 release hold ImageNet-1K's training "
+                   "images (the reference tests seen subtypes on ImageNet-1K val: robustlab subtypes --clean-data VAL)")
 _WNID = re.compile(r"n\d{8}")
 
 
@@ -92,13 +113,66 @@ def broad_type_index(wnid: str, hierarchy: SubtypeHierarchy | None = None) -> in
     return None
 
 
+@dataclass(frozen=True)
+class SubtypeLists:
+    """Which broad type each seen and unseen subtype belongs to (``{wnid: type index}``), and
+    whose lists they are (``reference`` or ``wordnet``). ``type_of(wnid)`` is None for a folder
+    that belongs to no type."""
+
+    name: str
+    broad_types: tuple[tuple[str, str], ...]
+    seen: Mapping[str, int]
+    unseen: Mapping[str, int]
+
+    def type_of(self, wnid: str) -> int | None:
+        return self.seen.get(wnid, self.unseen.get(wnid))
+
+
+@functools.lru_cache(maxsize=1)
+def _reference_data() -> dict:
+    return json.loads(resources.files(__package__).joinpath("subtypes_reference.json").read_text(encoding="utf-8"))
+
+
+def reference_lists() -> SubtypeLists:
+    """The reference's lists (hendrycks/robustness, ``test.py``'s ``im1k_classes`` and ``im22k_classes``,
+    shipped with its commit): 542 seen and 5,017 unseen subtypes. A wnid listed under two types would
+    take the first, as the reference's loop does (none is)."""
+    data = _reference_data()
+    seen: dict[str, int] = {}
+    unseen: dict[str, int] = {}
+    for table, lists in ((seen, data["seen"]), (unseen, data["unseen"])):
+        for t, wnids in enumerate(lists):
+            for w in wnids:
+                table.setdefault(w, t)
+    return SubtypeLists("reference", SUBTYPE_CLASSES, seen, unseen)
+
+
+def reference_source() -> str:
+    """Where :func:`reference_lists` come from: repository, commit and file."""
+    return _reference_data()["source"]
+
+
+def wordnet_lists(wnids: Sequence[str], hierarchy: SubtypeHierarchy | None = None) -> SubtypeLists:
+    """The WordNet-derived lists over ``wnids`` (the folders of a 22K copy): each belongs to the broad
+    type nearest above it (:func:`broad_type_index`), seen when it is an ImageNet-1K class."""
+    h = hierarchy or shipped_hierarchy()
+    ilsvrc = set(ilsvrc_wnids())
+    seen, unseen = {}, {}
+    for w in wnids:
+        t = broad_type_index(w, h)
+        if t is not None:
+            (seen if w in ilsvrc else unseen)[w] = t
+    return SubtypeLists("wordnet", h.broad_types, seen, unseen)
+
+
 @dataclass
 class SubtypeSplit:
-    """The images of an ImageNet-22K folder by role. Paths are relative to ``root``.
+    """The images of an experiment by role (absolute paths when written; relative to ``root`` for
+    the 22K copy's images while listing).
 
-    ``types``: ``{wnid: broad type index}`` of every folder used; ``seen_wnids`` /
-    ``unseen_wnids``: which of them are ImageNet-1K classes; ``ignored``: folders below no
-    broad type (or below two).
+    ``types``: ``{wnid: broad type index}`` of every subtype used; ``seen_wnids`` /
+    ``unseen_wnids``: which of them are seen (ImageNet-1K classes); ``ignored``: folders of the
+    22K copy in no list; ``lists`` and ``seen_from``: the choices (module docstring).
     """
 
     root: str
@@ -112,6 +186,11 @@ class SubtypeSplit:
     ignored: int = 0
     holdout: float = 0.2
     seed: int = 0
+    lists: str = "reference"
+    seen_from: str = "val"
+    clean_data: str | None = None
+    train_data: str | None = None
+    missing_seen: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
         per_type = []
@@ -119,10 +198,18 @@ class SubtypeSplit:
             per_type.append({"type": name, "wnid": wnid,
                              "seen_subtypes": [w for w in self.seen_wnids if self.types[w] == i],
                              "unseen_subtypes": [w for w in self.unseen_wnids if self.types[w] == i]})
-        return {"format": "robustlab-subtypes/1", "root": self.root, "holdout": self.holdout, "seed": self.seed,
-                "broad_types": [list(t) for t in self.broad_types], "types": self.types,
-                "images": {"train": len(self.train), "seen": len(self.seen), "unseen": len(self.unseen)},
-                "ignored_folders": self.ignored, "per_type": per_type}
+        out = {"format": SPLIT_FORMAT, "root": self.root, "lists": self.lists, "seen_from": self.seen_from,
+               "clean_data": self.clean_data, "train_data": self.train_data, "seed": self.seed,
+               "holdout": self.holdout if self.seen_from == "holdout" else None,
+               "broad_types": [list(t) for t in self.broad_types], "types": self.types,
+               "images": {"train": len(self.train), "seen": len(self.seen), "unseen": len(self.unseen)},
+               "ignored_folders": self.ignored, "seen_subtypes_without_images": self.missing_seen,
+               "per_type": per_type}
+        if self.lists == "reference":
+            out["lists_source"] = reference_source()
+        if self.seen_from == "holdout":
+            out["warning"] = HOLDOUT_WARNING
+        return out
 
 
 def _held_out(seed: int, relative: str, holdout: float) -> bool:
@@ -130,62 +217,121 @@ def _held_out(seed: int, relative: str, holdout: float) -> bool:
     return int.from_bytes(digest, "little") / 2**64 < holdout
 
 
-def split_imagenet22k(root: str | os.PathLike, *, holdout: float = 0.2, seed: int = 0,
-                      hierarchy: SubtypeHierarchy | None = None) -> SubtypeSplit:
-    """Sort the wnid folders of an ImageNet-22K copy into seen and unseen subtypes of the broad types.
+def _wnid_folders(base: Path, what: str) -> list[str]:
+    """The wnid folders of ``base`` (DataError when it is missing, empty or holds other folders)."""
+    if not base.is_dir():
+        raise DataError(f"{what} {base} does not exist; it must be {LAYOUT}.")
+    folders = sorted(e.name for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
+    bad = [f for f in folders if not _WNID.fullmatch(f)]
+    if bad or not folders:
+        raise DataError(f"{what} {base} is not in the layout {LAYOUT}: "
+                        + (f"folder {bad[0]!r} is not a wnid." if bad else "it has no class folders."))
+    return folders
+
+
+def _images(base: Path, wnid: str) -> list[str]:
+    folder = base / wnid
+    if not folder.is_dir():
+        return []
+    return sorted(str(folder / e.name) for e in os.scandir(folder) if e.is_file() and is_image_file(e.name))
+
+
+def _check_choices(lists: str, seen_from: str, holdout: float, clean_data) -> None:
+    if lists not in LISTS:
+        raise InputError(f"unknown subtype lists {lists!r}; use reference (the paper's, default) or wordnet.")
+    if seen_from not in SEEN_FROM:
+        raise InputError(f"unknown seen_from {seen_from!r}; use val (ImageNet-1K val, default) or holdout.")
+    if seen_from == "val" and clean_data is None:
+        raise InputError("the seen subtypes are tested on ImageNet-1K val, as the reference does: give --clean-data "
+                         "<ImageNet val folder, <val>/<wnid>/<image>>. (--seen-from holdout holds out images of the "
+                         "22K copy instead, which may be the models' training images.)")
+    if seen_from == "holdout" and not 0 < holdout < 1:
+        raise InputError(f"holdout must be a fraction in (0, 1); got {holdout!r}.")
+
+
+def split_imagenet22k(root: str | os.PathLike, *, clean_data: str | os.PathLike | None = None,
+                      train_data: str | os.PathLike | None = None, lists: str = "reference", seen_from: str = "val",
+                      holdout: float = 0.2, seed: int = 0, hierarchy: SubtypeHierarchy | None = None) -> SubtypeSplit:
+    """Sort the images of an ImageNet-22K copy (and ImageNet-1K val) into the experiment's roles.
 
     Parameters
     ----------
     root : path
-        ``<root>/<wnid>/<image>``; folders that are no wnid are refused, folders below no broad
-        type are ignored (counted).
+        The 22K copy, ``<root>/<wnid>/<image>``: the unseen subtypes' images, and the training
+        images of the seen ones (unless ``train_data``). Folders that are no wnid are refused;
+        folders in no list are ignored (counted).
+    clean_data : path
+        ImageNet-1K val in wnid folders: the seen subtypes' test images (``seen_from="val"``).
+    train_data : path, optional
+        ImageNet-1K train in wnid folders, to train on (as the reference) instead of the 22K copy's
+        folders of the seen subtypes.
+    lists : {"reference", "wordnet"}
+    seen_from : {"val", "holdout"}
     holdout : float
-        Fraction of each seen subtype's images kept out of training for the seen accuracy (by a
-        hash of ``seed`` and the image's path: the same split on every machine).
+        With ``seen_from="holdout"``: the fraction of each seen subtype's images held out (by a hash
+        of ``seed`` and the path: the same split on every machine).
     hierarchy : SubtypeHierarchy, optional
-        Default: the shipped WordNet 3.0 closure.
+        For ``lists="wordnet"`` (default: the shipped WordNet 3.0 closure).
 
     Raises
     ------
+    InputError
+        Unknown choices, or ``seen_from="val"`` without ``clean_data``.
     DataError
-        ``root`` missing or not in :data:`LAYOUT`, or holding no seen or no unseen subtype.
+        A folder missing or not in :data:`LAYOUT`, or no images for training, seen or unseen.
     """
-    if not 0 < holdout < 1:
-        raise InputError(f"holdout must be a fraction in (0, 1); got {holdout!r}.")
-    h = hierarchy or shipped_hierarchy()
+    _check_choices(lists, seen_from, holdout, clean_data)
     base = Path(root).expanduser().resolve()
-    if not base.is_dir():
-        raise DataError(f"ImageNet-22K folder {base} does not exist; it must be {LAYOUT}.")
-    folders = sorted(e.name for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
-    bad = [f for f in folders if not _WNID.fullmatch(f)]
-    if bad or not folders:
-        raise DataError(f"{base} is not in the layout {LAYOUT}: "
-                        + (f"folder {bad[0]!r} is not a wnid." if bad else "it has no class folders."))
-    ilsvrc = set(ilsvrc_wnids())
-    split = SubtypeSplit(str(base), h.broad_types, holdout=holdout, seed=seed)
-    for wnid in folders:
-        t = broad_type_index(wnid, h)
-        if t is None:
-            split.ignored += 1
-            continue
-        files = sorted(f"{wnid}/{e.name}" for e in os.scandir(base / wnid) if e.is_file() and is_image_file(e.name))
-        if not files:
+    folders = _wnid_folders(base, "ImageNet-22K folder")
+    chosen = reference_lists() if lists == "reference" else wordnet_lists(folders, hierarchy)
+    split = SubtypeSplit(str(base), chosen.broad_types, holdout=holdout, seed=seed, lists=lists, seen_from=seen_from)
+    val = train = None
+    if seen_from == "val":
+        val = Path(clean_data).expanduser().resolve()
+        _wnid_folders(val, "ImageNet-1K val folder (--clean-data)")
+        split.clean_data = str(val)
+    if train_data is not None:
+        train = Path(train_data).expanduser().resolve()
+        _wnid_folders(train, "ImageNet-1K train folder (--train-data)")
+        split.train_data = str(train)
+    present = set(folders)
+    split.ignored = sum(1 for f in folders if chosen.type_of(f) is None)
+    for wnid, t in chosen.seen.items():
+        train_files = _images(train or base, wnid)
+        if seen_from == "val":
+            test_files = _images(val, wnid)
+        else:
+            held = [_held_out(seed, os.path.relpath(f, base), holdout) for f in train_files]
+            test_files = [f for f, h in zip(train_files, held) if h]
+            train_files = [f for f, h in zip(train_files, held) if not h]
+        if not train_files and not test_files:
+            split.missing_seen.append(wnid)
             continue
         split.types[wnid] = t
-        if wnid in ilsvrc:
-            split.seen_wnids.append(wnid)
-            for f in files:
-                (split.seen if _held_out(seed, f, holdout) else split.train).append(f)
-        else:
+        split.seen_wnids.append(wnid)
+        split.train.extend(train_files)
+        split.seen.extend(test_files)
+    for wnid, t in chosen.unseen.items():
+        files = _images(base, wnid) if wnid in present else []
+        if files:
+            split.types[wnid] = t
             split.unseen_wnids.append(wnid)
             split.unseen.extend(files)
-    if not split.train or not split.seen:
-        raise DataError(f"{base} has no images of seen subtypes (ImageNet-1K classes below the 25 broad types) "
-                        "for both training and the held-out seen accuracy; it must hold the 1K classes' folders too.")
+    _check_split(split, base, val, train)
+    return split
+
+
+def _check_split(split: SubtypeSplit, base: Path, val: Path | None, train: Path | None) -> None:
+    if not split.train:
+        raise DataError(f"{train or base} has no images of the seen subtypes (ImageNet-1K classes below the 25 broad "
+                        "types) to train on; it must hold their wnid folders.")
+    if not split.seen:
+        where = f"{val} (--clean-data)" if val is not None else str(base)
+        raise DataError(f"{where} has no images of the seen subtypes to test on; it must hold ImageNet-1K val's wnid "
+                        "folders of them.")
     if not split.unseen:
         raise DataError(f"{base} has no images of unseen subtypes (ImageNet-22K classes below the broad types that "
                         "ImageNet-1K lacks).")
-    return split
 
 
 def write_split(split: SubtypeSplit, out: str | os.PathLike) -> Path:
@@ -194,7 +340,7 @@ def write_split(split: SubtypeSplit, out: str | os.PathLike) -> Path:
     dst = Path(out).expanduser().resolve()
     dst.mkdir(parents=True, exist_ok=True)
     for name in ("train", "seen", "unseen"):
-        lines = [os.path.join(split.root, f) for f in getattr(split, name)]
+        lines = list(getattr(split, name))
         atomic_write_text(dst / f"{name}.txt", "\n".join(lines) + "\n")
     atomic_write_text(dst / SPLIT_FILE, json.dumps(split.summary(), indent=1))
     return dst
@@ -212,6 +358,8 @@ def load_split(folder: str | os.PathLike) -> tuple[dict, dict[str, list[str]]]:
     except (OSError, ValueError) as exc:
         raise DataError(f"{base} is not a subtype split ({SPLIT_FILE}, seen.txt, unseen.txt): {exc}. Make one with "
                         "`robustlab subtypes IMAGENET22K_FOLDER OUT`.") from None
-    if meta.get("format") != "robustlab-subtypes/1":
+    if meta.get("format") not in ("robustlab-subtypes/1", SPLIT_FORMAT):
         raise DataError(f"{path} is not a robustlab subtype split (format {meta.get('format')!r}).")
+    if meta["format"] == "robustlab-subtypes/1":  # made before the choices existed: WordNet lists, held-out seen images
+        meta = {**meta, "lists": "wordnet", "seen_from": "holdout", "warning": HOLDOUT_WARNING}
     return meta, lists

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -253,11 +254,33 @@ class Benchmark:
     def classify(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The prediction columns of a classifier on ``x`` (float NCHW in [0, 1] on the model's
         device): ``top5_index`` int32 (N, k), ``top5_score`` float32 (N, k) softmax scores, and
-        ``logits`` float32 (N, classes) with ``save_logits``; ``k`` is the config's ``top_k`` (5)."""
+        ``logits`` float32 (N, classes) with ``save_logits``; ``k`` is the config's ``top_k`` (5).
+        A model that names its classes (zero-shot, ``hf:``) first adapts to :meth:`class_names`."""
         from .classification import classify_batch
 
+        model = self.for_data_classes(model, config)
         return classify_batch(model, x, top_k=int(config.get("top_k", 5)), save_logits=bool(config.get("save_logits")),
                               num_classes=self.num_classes(config))
+
+    def class_names(self, config: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The data's class names in label order (ImageNet's wnids for ImageNet data), for models that
+        name their classes (:mod:`robustlab.models.label_space`); default: the ``classes`` of the first
+        unit's samples, None when they have none."""
+        first = next(iter(self.plan(config)), None)
+        names = getattr(self.samples(config, first), "classes", None) if first is not None else None
+        return tuple(names) if names else None
+
+    def for_data_classes(self, model: Any, config: Mapping[str, Any]) -> Any:
+        """``model`` adapted to :meth:`class_names` when it names its classes (looked up once per config)."""
+        if getattr(model, "for_class_names", None) is None:
+            return model
+        from ..models.label_space import for_class_names
+
+        key = json.dumps(config, sort_keys=True, default=str)
+        known = self.__dict__.setdefault("_class_names", {})
+        if key not in known:
+            known[key] = self.class_names(config)
+        return for_class_names(model, known[key])
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
         """Other stored runs whose predictions the metrics need, as ``{alias: run id}``.

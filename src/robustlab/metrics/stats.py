@@ -303,7 +303,8 @@ def linear_fit(
     alpha : float
         1 - confidence level of :meth:`LinearFit.band`.
     transform : {"linear", "probit", "logit"}
-        Axis scaling before fitting (probit as in Taori et al. 2020).
+        Axis scaling before fitting: ``logit`` is what the imagenet-testbed fits (Taori et al.
+        2020, its ``plotting/plotter.py``); ``probit`` is the scaling of Recht et al. 2019's plots.
 
     Returns
     -------

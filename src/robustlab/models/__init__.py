@@ -17,13 +17,17 @@ inputs stay in pixel space and attacks differentiate through it.
 torch.Size([2, 1000])
 
 Sources: ``torchvision:<name>[:<weights>|:none]``, ``timm:<name>[:none]``, ``onnx:<path>``,
-``python:<module or file.py>:<callable>``, or any ``nn.Module``/callable.
+``python:<module or file.py>:<callable>``, ``open_clip:<arch>:<tag or file>`` (zero-shot CLIP
+models, :mod:`.openclip`), ``hf:<org>/<name>`` or ``hf:<folder>`` (``transformers`` classifiers,
+:mod:`.hf`), or any ``nn.Module``/callable. Models that name their classes adapt to a benchmark's
+(:mod:`.label_space`).
 """
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    **dict.fromkeys(("IMAGENET_MEAN", "IMAGENET_STD", "INTERPOLATIONS", "Preprocessing"), ".preprocessing"),
+    **dict.fromkeys(("IMAGENET_MEAN", "IMAGENET_STD", "INTERPOLATIONS", "Preprocessing", "TorchvisionPreprocessing"),
+                    ".preprocessing"),
     **dict.fromkeys(("MERGES", "groups_from_map", "project", "project_logits"), ".projection"),
     **dict.fromkeys(("Classifier", "Detector", "check_detections", "check_logits", "select_device"), ".protocol"),
     **dict.fromkeys(("MODEL_SOURCES", "load_model", "wrap_model"), ".sources"),

@@ -1,4 +1,5 @@
-"""Pretrained weights from the Hugging Face Hub (timm's source), failing fast offline.
+"""Pretrained weights from the Hugging Face Hub (timm's, open_clip's and transformers' source), failing
+fast offline.
 
 timm downloads most pretrained weights from the Hub (``timm/<model>.<tag>``, file
 ``model.safetensors``, else ``pytorch_model.bin``) into the Hub cache (``$HF_HOME/hub``, by
@@ -13,7 +14,10 @@ minute and its error names neither the file nor the folder. So before a timm mod
   for torchvision weights (:mod:`.weights`).
 
 Weights timm takes from a plain URL (no Hub id) go through torch's checkpoint folder, checked
-the same way.
+the same way. :func:`weights_guard` does this for any :class:`WeightsSource`: open_clip's
+pretrained tags (``open_clip_model.safetensors`` in a Hub repository, or a URL into
+``~/.cache/clip``) and ``hf:`` models (``config.json``, the image processor's settings and the
+weights, all of which must be cached) use it too.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from urllib.parse import urlparse
 from ..errors import OfflineError
 from .weights import checkpoint_dir
 
-__all__ = ["CONNECT_TIMEOUT", "WeightsSource", "hub_cache_dir", "hub_endpoint", "hub_offline", "reachable",
-           "timm_weights_guard", "timm_weights_source"]
+__all__ = ["CONNECT_TIMEOUT", "WeightsSource", "hub_cache_dir", "hub_endpoint", "hub_offline", "hub_repo_source",
+           "offline_set", "reachable", "timm_weights_guard", "timm_weights_source", "weights_guard"]
 
 #: Seconds to wait for a TCP connection before calling a host unreachable.
 CONNECT_TIMEOUT = 3.0
@@ -46,13 +50,18 @@ class WeightsSource:
     Attributes
     ----------
     kind : str
-        ``"hf-hub"`` (a Hub repository) or ``"url"`` (a plain download into torch's checkpoints).
+        ``"hf-hub"`` (a Hub repository) or ``"url"`` (a plain download into ``folder``).
     location : str
         The Hub repository id (``timm/convnext_tiny.in12k_ft_in1k``) or the URL.
     files : tuple of str
-        The file names looked for (Hub: ``model.safetensors``, ``pytorch_model.bin``).
+        The file names looked for, any one of which will do (Hub: ``model.safetensors``,
+        ``pytorch_model.bin``).
     folder : Path
         The cache folder they go to on this machine.
+    revision : str, optional
+        The Hub revision (branch, tag or commit).
+    required : tuple of str
+        Files that must all be cached besides one of ``files`` (a ``hf:`` model's ``config.json``).
     """
 
     kind: str
@@ -60,6 +69,7 @@ class WeightsSource:
     files: tuple[str, ...]
     folder: Path
     revision: str | None = None
+    required: tuple[str, ...] = ()
 
 
 def hub_endpoint() -> str:
@@ -78,6 +88,11 @@ def hub_cache_dir() -> Path:
     from huggingface_hub import constants
 
     return Path(constants.HF_HUB_CACHE)
+
+
+def offline_set() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) asks for no network."""
+    return _offline_set()
 
 
 def _offline_set() -> bool:
@@ -134,14 +149,23 @@ def timm_weights_source(name: str) -> WeightsSource | None:
     return None
 
 
+def hub_repo_source(repo: str, files: tuple[str, ...], *, revision: str | None = None,
+                    required: tuple[str, ...] = ()) -> WeightsSource:
+    """The :class:`WeightsSource` of files of the Hub repository ``repo``."""
+    return WeightsSource("hf-hub", repo, files, hub_cache_dir() / f"models--{repo.replace('/', '--')}", revision,
+                         required)
+
+
 def _hub_cached(source: WeightsSource) -> Path | None:
     from huggingface_hub import try_to_load_from_cache
 
-    for filename in source.files:
+    def cached(filename: str) -> Path | None:
         found = try_to_load_from_cache(source.location, filename, revision=source.revision)
-        if isinstance(found, str):
-            return Path(found)
-    return None
+        return Path(found) if isinstance(found, str) else None
+
+    if any(cached(name) is None for name in source.required):
+        return None
+    return next((path for path in map(cached, source.files) if path is not None), None)
 
 
 def _offline_error(what: str, source: WeightsSource, why: str) -> OfflineError:
@@ -154,18 +178,25 @@ def _offline_error(what: str, source: WeightsSource, why: str) -> OfflineError:
         where = source.location
         fetch = (f"Download it on a connected machine and copy the file {source.files[0]} into {source.folder} "
                  "(TORCH_HOME chooses that folder)")
-    files = " or ".join(source.files)
+    files = " and ".join([*source.required, " or ".join(source.files)])
+    fallback = ", or use random weights (spec suffix ':none')" if not source.required else ""
     return OfflineError(f"cannot download the pretrained weights of {what} ({files}) from {where}: {why}. This machine "
-                        f"looks offline, and {source.folder} does not hold them. {fetch}, or use random weights "
-                        "(spec suffix ':none').")
+                        f"looks offline, and {source.folder} does not hold them. {fetch}{fallback}.")
 
 
-@contextlib.contextmanager
-def timm_weights_guard(name: str, what: str, *, timeout: float = CONNECT_TIMEOUT) -> Iterator[None]:
+def timm_weights_guard(name: str, what: str, *, timeout: float = CONNECT_TIMEOUT):
     """Around ``timm.create_model(name, pretrained=True)``: fail fast, naming the file and the
     cache folder, when the weights are neither cached nor reachable; use the cached file without
     touching the network when the Hub is unreachable (see the module docstring)."""
-    source = timm_weights_source(name)
+    return weights_guard(timm_weights_source(name), what, timeout=timeout)
+
+
+@contextlib.contextmanager
+def weights_guard(source: WeightsSource | None, what: str, *, timeout: float = CONNECT_TIMEOUT) -> Iterator[None]:
+    """Around a library call that may download ``source``'s files: an :class:`OfflineError` at once
+    (naming the files and the cache folder) when they are neither cached nor reachable; the block
+    runs with ``HF_HUB_OFFLINE`` when the Hub is unreachable and the files are cached. None: no
+    check (the library's own error applies)."""
     if source is None:
         yield
         return

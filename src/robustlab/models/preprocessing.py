@@ -7,6 +7,10 @@ numpy images (:meth:`Preprocessing.prepare_image`) so the engine's worker proces
 images of any native size to the model's input size before batching (PIL resampling, as
 torchvision's transforms on PIL images do).
 
+:class:`TorchvisionPreprocessing` does the geometry as Hugging Face's image processors do it
+(torchvision's resize on the uint8 image, an exact size or the shorter side, the crop's offset
+rounded down), for ``hf:`` models.
+
 Rule for inputs already at the model's input size: they are not resized or cropped again
 (only normalised). ImageNet-C and CIFAR-10-C are released already resized and cropped
 (224 px, 32 px), and their reference evaluation only centre-crops (a no-op) and normalises.
@@ -277,3 +281,109 @@ def _center_crop_numpy(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 def _center_crop_torch(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     top, left = _crop_box(x.shape[-2], x.shape[-1], size)
     return x[..., top:top + size[0], left:left + size[1]]
+
+
+#: How :class:`TorchvisionPreprocessing` places a centre crop: ``floor`` (``int((h - ch) / 2)``, as
+#: Hugging Face's image processors) or ``round`` (``int(round((h - ch) / 2))``, torchvision's CenterCrop).
+CROP_ROUNDINGS = ("floor", "round")
+
+
+@dataclass(frozen=True)
+class TorchvisionPreprocessing(Preprocessing):
+    """Preprocessing as the image processors of Hugging Face ``transformers`` (torchvision backend) do it.
+
+    The geometry runs on the uint8 image as a tensor, with ``torchvision.transforms.v2.functional.resize``
+    (antialiased), the very call those processors make, so a model's inputs equal the processor's
+    pixel for pixel; then normalisation as :class:`Preprocessing`.
+
+    Parameters
+    ----------
+    size : (height, width) or None
+        Resize to exactly this size (aspect ratio not kept), instead of ``resize`` (the shorter side).
+    crop_rounding : {"floor", "round"}
+        Where the centre crop starts when the margin is odd (the processors: ``floor``).
+    resize, crop, interpolation, mean, std :
+        As :class:`Preprocessing`.
+    """
+
+    size: tuple[int, int] | None = None
+    crop_rounding: str = "floor"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.size is not None:
+            size = _pair(self.size)
+            if min(size) < 1:
+                raise InputError(f"size must be positive pixels (height, width); got {self.size!r}.")
+            object.__setattr__(self, "size", size)
+            if self.resize is not None:
+                raise InputError("give either resize (the shorter side) or size (exact height, width), not both.")
+        if self.crop_rounding not in CROP_ROUNDINGS:
+            raise InputError(f"unknown crop rounding {self.crop_rounding!r}; use one of {CROP_ROUNDINGS}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["size"] = list(self.size) if self.size else None
+        return out
+
+    def _target_size(self, h: int, w: int) -> tuple[int, int] | None:
+        if self.size is not None:
+            return self.size
+        return self._resized_size(h, w) if self.resize is not None else None
+
+    def _crop_origin(self, h: int, w: int) -> tuple[int, int]:
+        ch, cw = self.crop
+        if ch > h or cw > w:
+            raise InputError(f"cannot centre-crop a {h}x{w} image to {ch}x{cw}: the crop is larger than the image.")
+        if self.crop_rounding == "floor":
+            return int((h - ch) / 2.0), int((w - cw) / 2.0)
+        return _crop_box(h, w, self.crop)
+
+    def _apply(self, x: torch.Tensor) -> torch.Tensor:
+        """Resize and crop a CHW/NCHW tensor (uint8 or float) with torchvision's functional ops."""
+        from torchvision.transforms import v2
+        from torchvision.transforms.v2 import functional as tvF
+
+        h, w = x.shape[-2:]
+        target = self._target_size(h, w)
+        if target is not None and tuple(target) != (h, w):
+            mode = {"nearest": v2.InterpolationMode.NEAREST, "bilinear": v2.InterpolationMode.BILINEAR,
+                    "bicubic": v2.InterpolationMode.BICUBIC}[self.interpolation]
+            x = tvF.resize(x, list(target), interpolation=mode, antialias=True)
+            h, w = target
+        if self.crop is not None:
+            top, left = self._crop_origin(h, w)
+            x = x[..., top:top + self.crop[0], left:left + self.crop[1]]
+        return x
+
+    def prepare_image(self, image: np.ndarray) -> np.ndarray:
+        h, w = image.shape[:2]
+        if self._is_model_size(h, w) or (self._target_size(h, w) is None and self.crop is None):
+            return image
+        import torch
+
+        out = self._apply(torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1))
+        return np.ascontiguousarray(out.permute(1, 2, 0).numpy())
+
+    def prepare_pil(self, image: Image.Image) -> Image.Image:
+        """:meth:`prepare_image` on a decoded PIL image: torchvision's resize, not Pillow's, so the
+        PIL form goes through the array (the processors' pixels, exactly)."""
+        h, w = image.size[1], image.size[0]
+        if self._is_model_size(h, w) or (self._target_size(h, w) is None and self.crop is None):
+            return image
+        return Image.fromarray(self.prepare_image(np.asarray(image)))
+
+    def leaves_size(self, h: int, w: int) -> bool:
+        if self._is_model_size(h, w):
+            return True
+        target = self._target_size(h, w)
+        if target is not None and tuple(target) != (h, w):
+            return False
+        return self.crop is None or self.crop == (h, w)
+
+    def geometry(self, x: torch.Tensor) -> torch.Tensor:
+        h, w = x.shape[-2:]
+        if self._is_model_size(h, w):
+            return x
+        out = self._apply(x)
+        return out.clamp(0.0, 1.0) if self.interpolation == "bicubic" else out

@@ -1,4 +1,5 @@
-"""Model sources by name: ``torchvision:``, ``timm:``, ``onnx:``, ``python:`` (registry in :mod:`.registry`).
+"""Model sources by name: ``torchvision:``, ``timm:``, ``onnx:``, ``python:`` (registry in :mod:`.registry`;
+``open_clip:`` and ``hf:`` live in :mod:`.openclip` and :mod:`.hf`).
 
 :func:`load_model` turns a spec string (or an ``nn.Module`` / callable) into a
 :class:`~robustlab.models.protocol.Classifier` or :class:`~robustlab.models.protocol.Detector`

@@ -22,6 +22,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.collections import PathCollection  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
                      "axes.spines.right": False, "figure.dpi": 100, "svg.hashsalt": "robustlab"})
@@ -108,13 +109,14 @@ def move_legends_off_data(fig) -> None:
 
 
 def label_points(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], *, fontsize: float = 6.5,
-                 color: str = "0.3", pad: float = 3.0) -> list:
+                 color: str = "0.3", pad: float = 3.0, marker_radius: float = 3.5) -> list:
     """Name scatter points without covering other labels or points.
 
     Each label goes to the first of eight spots around its point (right, upper right, above,
     upper left, left, ...) where it overlaps no label placed before, no marker and no line
-    of the axes, and stays inside the axes; a label with no free spot is left out (its point
-    is still drawn) so nothing is hidden under text; the caller names those in the caption.
+    of the axes (nor any point of a scatter drawn on them), and stays inside the axes; a label
+    with no free spot is left out (its point is still drawn) so nothing is hidden under text;
+    the caller names those in the caption.
 
     Parameters
     ----------
@@ -123,6 +125,7 @@ def label_points(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[s
     texts : one label per point
     fontsize : points
     pad : gap between point and label, points
+    marker_radius : half the size of the labelled points' markers, points
 
     Returns
     -------
@@ -134,9 +137,14 @@ def label_points(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[s
     renderer = fig.canvas.get_renderer()
     to_px = ax.transData.transform
     scale = fig.dpi / 72.0
-    marker = 3.5 * scale
+    marker = marker_radius * scale
     points = np.array([to_px((x, y)) for x, y in zip(xs, ys)]) if len(xs) else np.zeros((0, 2))
     taken = [(p[0] - marker, p[1] - marker, p[0] + marker, p[1] + marker) for p in points]
+    for scatter in ax.collections:  # the points of scatter plots (reference models...) stay visible too
+        if isinstance(scatter, PathCollection) and len(scatter.get_offsets()):
+            radius = (np.sqrt(float(np.max(scatter.get_sizes()))) / 2 + 1) * scale if len(scatter.get_sizes()) else 3
+            for px in scatter.get_offset_transform().transform(scatter.get_offsets()):
+                taken.append((px[0] - radius, px[1] - radius, px[0] + radius, px[1] + radius))
     for line in ax.lines:  # sample drawn lines so labels avoid them too
         data = line.get_xydata()
         if len(data) >= 2 and line.get_linestyle() not in ("None", "none", ""):

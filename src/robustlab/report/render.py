@@ -203,13 +203,14 @@ def _describe_location(location) -> str:
 
 def write_report(store, out: str | os.PathLike, *, fmt: str | None = None, runs: Iterable[str] | None = None,
                  benchmarks: Iterable[str] | None = None, title: str = "robustlab report",
-                 reference_points: str | os.PathLike | None = None) -> Path:
+                 reference_points: str | os.PathLike | None = None, fit_on: str | os.PathLike | None = None) -> Path:
     """Write a report of the store's complete runs (or the chosen ones) to ``out``.
 
     ``fmt`` defaults from the extension: ``.html``, ``.md``, ``.csv``, ``.json``. The HTML is a
     single self-contained file (inline SVG/PNG, inline CSS, no scripts, no network).
     ``reference_points``: a CSV of published accuracies for the effective-robustness trends
-    (:func:`robustlab.report.effective.reference_points_for`).
+    (:func:`robustlab.report.effective.reference_points_for`); ``fit_on``: which models those trends
+    are fitted on (``standard``, the default; ``all``; or a file of model names).
     """
     out = Path(out)
     fmt = fmt or {".md": "markdown", ".markdown": "markdown", ".csv": "csv", ".json": "json"}.get(out.suffix.lower(), "html")
@@ -221,7 +222,9 @@ def write_report(store, out: str | os.PathLike, *, fmt: str | None = None, runs:
     if not results:
         raise InputError(f"no complete runs to report in the store {where}: evaluate a model first "
                          "(robustlab evaluate ...) or check --store.")
-    context = ReportContext(store=store, reference_points=reference_points)
+    from ..metrics.effective_robustness import parse_fit_on
+
+    context = ReportContext(store=store, reference_points=reference_points, fit_on=parse_fit_on(fit_on))
     text = {"html": lambda: render_html(results, title=title, store=where, context=context),
             "markdown": lambda: render_markdown(results, title=title, context=context),
             "csv": lambda: render_csv(results), "json": lambda: render_json(results)}[fmt]()

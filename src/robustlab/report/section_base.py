@@ -37,11 +37,13 @@ class Section:
 
 @dataclass(frozen=True)
 class ReportContext:
-    """What section builders may read besides the results: the open store (None: results only), and
-    a CSV of published accuracies of other models for the effective-robustness trends (None: none)."""
+    """What section builders may read besides the results: the open store (None: results only), a
+    CSV of published accuracies of other models for the effective-robustness trends (None: none),
+    and which models those trends are fitted on (``fit_on``: standard, all or a file of names)."""
 
     store: Any = None
     reference_points: Any = None
+    fit_on: Any = None
 
 
 SectionBuilder = Callable[[Sequence, ReportContext], Section]

@@ -66,14 +66,16 @@ def effective_section(results: Sequence, context: ReportContext | None = None) -
     """Per shifted test set: the trend of shifted vs original accuracy (logit axes) over the report's runs
     and the reference points, and each run's effective robustness with its interval."""
     refs = context.reference_points if context else None
-    groups = shift_groups(results, reference_points=refs)
+    groups = shift_groups(results, reference_points=refs, fit_on=context.fit_on if context else None)
     if not groups:
         return None
     sec = Section("effective-robustness", "Effective robustness",
                   "Accuracy on a shifted test set against accuracy on the original one, per model. Across models the "
                   "two follow a line on logit axes (Taori et al. 2020, the imagenet-testbed); a model's effective "
-                  "robustness is its height above that line, in accuracy points. The interval combines the model's "
-                  "95% Clopper-Pearson interval with the line's 95% band (Bonferroni, each at 97.5%).",
+                  "robustness is its height above that line, in accuracy points. As the testbed, the line is fitted "
+                  "on standard models only (--fit-on chooses), and a fitted model at 0 % on the shifted set splits it "
+                  "in two. The interval combines the model's 95% Clopper-Pearson interval with the line's 95% band "
+                  "(Bonferroni, each at 97.5%).",
                   ["model", "shift", "original accuracy %", "shifted accuracy %", "trend %", "effective robustness",
                    "run"])
     for k, group in enumerate(groups):
@@ -120,10 +122,12 @@ def natural_shift_headline(result, results: Sequence = (), store=None) -> list[s
 def subtype_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("subtype", "Subtype robustness",
                   "A model's last layer fine-tuned to tell 25 broad WordNet types apart from images of their ImageNet-1K "
-                  "subtypes (seen), then tested on held-out seen images and on ImageNet-22K subtypes it never saw "
-                  "(unseen), as in the ImageNet-C paper's appendix; 95% Clopper-Pearson intervals.",
+                  "subtypes (seen), then tested on ImageNet-1K val images of the seen subtypes and on ImageNet-22K "
+                  "subtypes it never saw (unseen), as in the ImageNet-C paper's Appendix G; 95% Clopper-Pearson "
+                  "intervals. 'seen from holdout': the seen images were held out of the 22K copy and may include "
+                  "training images.",
                   ["model", "ImageNet-1K top-1 %", "seen accuracy % [95% CI]", "unseen accuracy % [95% CI]",
-                   "seen - unseen (points)", "run"])
+                   "seen - unseen (points)", "subtypes", "run"])
     points = []
     for r in results:
         s = r.summary or {}
@@ -133,7 +137,8 @@ def subtype_section(results: Sequence, context: ReportContext | None = None) -> 
             return f"{pct(row['accuracy'])} [{pct(row['low'])}, {pct(row['high'])}]" if row else "–"
 
         sec.rows.append([r.model, pct(s.get("imagenet_top1")), ci(seen), ci(unseen),
-                         "–" if s.get("gap") is None else f"{100 * s['gap']:+.1f}", r.run_id[:10]])
+                         "–" if s.get("gap") is None else f"{100 * s['gap']:+.1f}",
+                         f"{s.get('lists', 'wordnet')} lists, seen from {s.get('seen_from', 'holdout')}", r.run_id[:10]])
         if s.get("imagenet_top1") is not None and seen and unseen:
             points.append((label(r), s["imagenet_top1"], seen, unseen))
         sec.notes += [f"{label(r)}: {n}" for n in r.notes]

@@ -18,22 +18,33 @@ def finetune_command(
     data: Path = typer.Option(..., "--data", "-d", help="Image folder (<class>/<image>), pm-k/video frame set "
                               "(pmsets.json + labels.json) or a listing .txt."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (checkpoint, then model.pt + finetuned.json)."),
-    epochs: int = typer.Option(1, "--epochs", help="Passes over the data."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Passes over the data (recipe: 1)."),
     classes: Optional[str] = typer.Option(None, "--classes", help="Class subset: vid30, subtypes25, or WordNet "
                                           "wnids/names (comma-separated); the head is resized to it."),
+    recipe: Optional[str] = typer.Option(None, "--recipe", help="default, or appendix-g (the ImageNet-C paper's "
+                                         "subtype experiment; the recipe of --classes subtypes25). Options given "
+                                         "here override it."),
     augment: Optional[str] = typer.Option(None, "--augment", help="paper-noise (one of 6 ImageNet-C noises per "
                                           "image), a corruption subset or names; default none."),
     severities: str = typer.Option("1-5", "--severities", help="Augmentation severities, e.g. 1-5 or 3."),
     augment_backend: str = typer.Option("auto", "--augment-backend", help="numpy (in the loading workers) or torch "
                                         "(batched on the training device); auto: torch on a GPU."),
     seed: int = typer.Option(0, "--seed", help="Seed of the data order, crops, augmentation and new head."),
-    batch_size: int = typer.Option(32, "--batch-size", help="Images per step."),
-    lr: float = typer.Option(0.01, "--lr", help="Learning rate (SGD, momentum 0.9)."),
-    momentum: float = typer.Option(0.9, "--momentum"),
-    weight_decay: float = typer.Option(1e-4, "--weight-decay"),
-    schedule: str = typer.Option("cosine", "--schedule", help="cosine, step (/10 at half) or constant."),
-    train: str = typer.Option("all", "--train", help="all, or head (the rest frozen)."),
-    crop: str = typer.Option("random", "--crop", help="random (resized crop + flip) or center."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Images per step (recipe: 32; appendix-g 128)."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate (SGD; recipe: 0.01)."),
+    momentum: Optional[float] = typer.Option(None, "--momentum", help="SGD momentum (recipe: 0.9)."),
+    nesterov: Optional[bool] = typer.Option(None, "--nesterov/--no-nesterov", help="Nesterov momentum (appendix-g)."),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="Recipe: 1e-4; appendix-g 5e-4."),
+    schedule: Optional[str] = typer.Option(None, "--schedule", help="cosine, step (/10 at half), constant, or "
+                                           "cosine-images (appendix-g: over the images seen, as its reference)."),
+    train: Optional[str] = typer.Option(None, "--train", help="all, or head (the rest frozen; appendix-g)."),
+    head_init: Optional[str] = typer.Option(None, "--head-init", help="A resized head starts as imagenet-rows (the "
+                                            "mean of the ImageNet rows below each class) or fresh (a new nn.Linear; "
+                                            "appendix-g)."),
+    frozen_mode: Optional[str] = typer.Option(None, "--frozen-mode", help="With --train head: the frozen layers in "
+                                              "eval mode, or train (appendix-g, as its reference's net.train())."),
+    crop: Optional[str] = typer.Option(None, "--crop", help="random (resized crop + flip), center, or resize-random "
+                                       "(resize + random crop + flip; appendix-g)."),
     wrap: Optional[str] = typer.Option(None, "--wrap", help="clahe: train (and evaluate) through CLAHE."),
     class_map: str = typer.Option("auto", "--class-map", help="Image folders: auto, imagenet, sorted or a JSON file."),
     init: Optional[Path] = typer.Option(None, "--init", help="A state_dict to start from (same architecture)."),
@@ -45,12 +56,13 @@ def finetune_command(
     """Fine-tune a classifier; print the finetuned: spec that `robustlab evaluate --model` takes (rerun to resume)."""
     from .finetuning import FinetuneConfig, finetune
 
-    recipe = FinetuneConfig(epochs=epochs, augment=augment, classes=classes, seed=seed, batch_size=batch_size, lr=lr,
+    config = FinetuneConfig(epochs=epochs, augment=augment, classes=classes, seed=seed, batch_size=batch_size, lr=lr,
                             momentum=momentum, weight_decay=weight_decay, schedule=schedule, train=train, crop=crop,
                             severities=severities, wrap=wrap, class_map=class_map, init=init,
-                            augment_backend=augment_backend)
+                            augment_backend=augment_backend, nesterov=nesterov, head_init=head_init,
+                            frozen_mode=frozen_mode, recipe=recipe)
     try:
-        spec = finetune(model, data, out=out, config=recipe, workers=workers, device=device,
+        spec = finetune(model, data, out=out, config=config, workers=workers, device=device,
                         checkpoint_every=checkpoint_every, progress=None if progress else False,
                         log=lambda line: typer.echo(line, err=True))
     except KeyboardInterrupt:

@@ -44,8 +44,10 @@ from ..models.preprocessing import Preprocessing
 from ..seeding import derive_seed
 from .classes import ClassSubset, class_mapping, imagenet_rows
 
-#: Training crops: a seeded random resized crop + flip, or the model's own resize + centre crop.
-CROPS = ("random", "center")
+#: Training crops: a seeded random resized crop + flip; the model's own resize + centre crop; or the
+#: model's resize and a random crop of its input size + flip (``resize-random``: torchvision's
+#: Resize + RandomCrop + RandomHorizontalFlip, as the ImageNet-C paper's subtype experiment trains).
+CROPS = ("random", "center", "resize-random")
 #: RandomResizedCrop's area fraction and aspect-ratio ranges (torchvision's defaults).
 CROP_SCALE = (0.08, 1.0)
 CROP_RATIO = (3 / 4, 4 / 3)
@@ -287,6 +289,22 @@ def random_resized_crop_box(height: int, width: int, rng: np.random.Generator,
     return (height - ch) // 2, (width - cw) // 2, ch, cw
 
 
+def resize_random_crop(image: np.ndarray, geometry: Preprocessing, rng: np.random.Generator) -> np.ndarray:
+    """The model's resize (shorter side, its interpolation), a uniformly placed crop of its input size
+    (``top`` in ``0..h - ch`` as torchvision's RandomCrop) and a horizontal flip half the time."""
+    ch, cw = geometry.crop
+    resized = Preprocessing(geometry.resize, None, geometry.interpolation).prepare_image(image)
+    h, w = resized.shape[:2]
+    if h < ch or w < cw:  # smaller than the crop: as large as needed first
+        scale = max(ch / h, cw / w)
+        size = (max(cw, int(round(w * scale))), max(ch, int(round(h * scale))))
+        resized = np.asarray(Image.fromarray(resized).resize(size, Image.Resampling.BILINEAR))
+        h, w = resized.shape[:2]
+    top, left = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
+    out = resized[top:top + ch, left:left + cw]
+    return out[:, ::-1] if rng.random() < 0.5 else out
+
+
 @dataclass(frozen=True)
 class TrainingImages:
     """The DataLoader dataset: item ``(epoch, index)`` -> ``(index, uint8 HxWx3 at the model size)``.
@@ -296,7 +314,7 @@ class TrainingImages:
     samples : sample set
     geometry : Preprocessing
         The model's resize and crop; its crop size is the training size.
-    crop : {"random", "center"}
+    crop : {"random", "center", "resize-random"}
     seed : int
         Base seed; image ``index`` in ``epoch`` uses ``derive_seed(seed, "crop", epoch, index)``.
     """
@@ -328,6 +346,8 @@ class TrainingImages:
             out = self.geometry.prepare_image(image)
             if out.shape[:2] != (ch, cw):
                 out = np.asarray(Image.fromarray(out).resize((cw, ch), Image.Resampling.BILINEAR))
+        elif self.crop == "resize-random":
+            out = resize_random_crop(image, self.geometry, rng)
         else:
             top, left, h, w = random_resized_crop_box(image.shape[0], image.shape[1], rng)
             patch = Image.fromarray(np.ascontiguousarray(image[top:top + h, left:left + w]))

@@ -15,8 +15,12 @@ The recipe (every choice is a named setting, stored with the model):
   normalisation.
 - **classes**: a :mod:`WordNet subset <robustlab.train.classes>` (``vid30``, wnids, names);
   the head is resized to it, each new row starting from the mean of the ImageNet rows below
-  its synset when the model is a 1000-way ImageNet classifier (random rows otherwise). Without
+  its synset when the model is a 1000-way ImageNet classifier (random rows otherwise;
+  ``head_init="fresh"``: a new layer with PyTorch's default initialisation). Without
   ``classes`` the head is resized only when the data has another number of classes.
+- **recipe**: the settings below are robustlab's ``default`` recipe; ``appendix-g``
+  (:mod:`.recipes`) is the ImageNet-C paper's subtype experiment as its code trains, and the
+  recipe of ``classes="subtypes25"``. A setting given explicitly overrides the recipe's.
 - **augment**: corruption augmentation with
   :class:`~robustlab.corruptions.transforms.RandomCorruption` (``paper-noise``: every image
   gets exactly one of Gaussian noise, Gaussian blur, shot noise, contrast, impulse noise or
@@ -25,7 +29,8 @@ The recipe (every choice is a named setting, stored with the model):
   ids ``(epoch, index)``; any object with the same call interface is accepted.
 - **optimiser**: SGD with momentum 0.9, weight decay 1e-4, learning rate 0.01 decayed by a
   cosine over all steps (``schedule="step"``: divided by 10 at half of training;
-  ``"constant"``); ``train="head"`` trains the head only (the rest frozen, in eval mode).
+  ``"constant"``); ``train="head"`` trains the head only (the rest frozen, in eval mode unless
+  ``frozen_mode="train"``).
 - **data order**: epoch ``e`` visits the images in the permutation drawn from
   ``derive_seed(seed, "order", e)``; crops and flips from ``derive_seed(seed, "crop", e, index)``;
   torch's RNG (dropout, the new head's initialisation) from the seed, inside ``fork_rng`` so the
@@ -43,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -68,18 +72,17 @@ from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
 from ..safeload import load_checkpoint as safe_load
 from ..seeding import derive_seed
-from .classes import ClassSubset, resolve_class_subset
+from .classes import ClassSubset, normalize_name, resolve_class_subset
 from .data import KeyedImages, TrainingCollate, TrainingImages, TrainingSet, epoch_batches, read_training_set
 from .finetuned import MANIFEST_FORMAT, MANIFEST_NAME, WEIGHTS_NAME, finetuned_spec, load_state, read_manifest
-from .heads import check_state_dict, find_head, head_outputs, replace_head
+from .heads import check_state_dict, find_head, resize_head_for, set_trainable
 from .progress import ImageProgress
+from .recipes import DEFAULTS, check_numbers, lr_factor, recipe_settings
 
 #: The command, as the output lock records it.
 FINETUNE_TOOL = "robustlab finetune"
 CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_FORMAT = "robustlab-finetune-checkpoint/1"
-SCHEDULES = ("cosine", "step", "constant")
-TRAINABLE = ("all", "head")
 #: Wrappers a model can be fine-tuned through (the others average test-time views).
 TRAINABLE_WRAPPERS = ("clahe",)
 #: Modules the DataLoader's forkserver imports once.
@@ -144,32 +147,6 @@ def settings_diff(old: dict, new: dict) -> list[str]:
     return diff
 
 
-def _lr_factor(schedule: str, total_steps: int) -> Callable[[int], float]:
-    if schedule == "cosine":
-        return lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / max(1, total_steps)))
-    if schedule == "step":
-        return lambda step: 1.0 if step < total_steps // 2 else 0.1
-    return lambda step: 1.0
-
-
-def _check_numbers(epochs: int, batch_size: int, lr: float, momentum: float, weight_decay: float, schedule: str,
-                   train: str) -> None:
-    if int(epochs) < 1:
-        raise InputError(f"epochs must be at least 1; got {epochs}.")
-    if int(batch_size) < 2:
-        raise InputError(f"batch size must be at least 2 (batch norm trains on batches); got {batch_size}.")
-    if not float(lr) > 0:
-        raise InputError(f"learning rate must be positive; got {lr}.")
-    if not 0 <= float(momentum) < 1:
-        raise InputError(f"momentum must be in [0, 1); got {momentum}.")
-    if float(weight_decay) < 0:
-        raise InputError(f"weight decay must be >= 0; got {weight_decay}.")
-    if schedule not in SCHEDULES:
-        raise InputError(f"unknown schedule {schedule!r}; use one of {', '.join(SCHEDULES)}.")
-    if train not in TRAINABLE:
-        raise InputError(f"train must be one of {', '.join(TRAINABLE)}; got {train!r}.")
-
-
 # --- the run -----------------------------------------------------------------------------------------------
 
 
@@ -227,27 +204,39 @@ class FinetuneConfig:
         backend, within its parity bounds). ``auto``: torch when training on a GPU.
     """
 
-    epochs: int = 1
+    epochs: int | None = None
     augment: object = None
     classes: str | Sequence[str] | ClassSubset | None = None
     seed: int = 0
-    batch_size: int = 32
-    lr: float = 0.01
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
-    schedule: str = "cosine"
-    train: str = "all"
-    crop: str = "random"
+    batch_size: int | None = None
+    lr: float | None = None
+    momentum: float | None = None
+    weight_decay: float | None = None
+    schedule: str | None = None
+    train: str | None = None
+    crop: str | None = None
     severities: str | Sequence[int] = "1-5"
     wrap: str | None = None
     class_map: object = "auto"
     init: str | os.PathLike | None = None
     augment_backend: str = "auto"
+    nesterov: bool | None = None
+    head_init: str | None = None
+    frozen_mode: str | None = None
+    recipe: str | None = None
+
+    def resolved(self) -> FinetuneConfig:
+        """This config with every setting left None taken from its recipe (:mod:`.recipes`: the
+        class subset's, ``appendix-g`` for ``subtypes25``, else ``default``)."""
+        spec = self.classes.spec if isinstance(self.classes, ClassSubset) else \
+            (normalize_name(self.classes) if isinstance(self.classes, str) else None)
+        name, settings = recipe_settings(self.recipe, spec)
+        filled = {k: (getattr(self, k) if getattr(self, k) is not None else v) for k, v in settings.items()}
+        return dataclasses.replace(self, recipe=name, **filled)
 
     def check(self) -> str | None:
-        """Validate the numbers and the wrapper; returns the canonical wrapper chain (or None)."""
-        _check_numbers(self.epochs, self.batch_size, self.lr, self.momentum, self.weight_decay, self.schedule,
-                       self.train)
+        """Validate the (resolved) numbers and the wrapper; returns the canonical wrapper chain (or None)."""
+        check_numbers({k: getattr(self, k) for k in DEFAULTS})
         wrap = canonical_wrap(self.wrap)
         if wrap and any(step.split(":")[0] not in TRAINABLE_WRAPPERS for step in wrap.split("+")):
             raise InputError(f"finetune trains through {', '.join(TRAINABLE_WRAPPERS)} only; {wrap} includes test-time "
@@ -308,6 +297,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
         raise InputError(f"unknown fine-tuning option(s) {', '.join(sorted(set(recipe) - set(known)))}; the recipe "
                          f"takes {', '.join(known)}.") from None
     say = log or (lambda line: None)
+    cfg = cfg.resolved()
     wrap = cfg.check()
     select_device(device)  # a device this machine lacks is refused before anything is written
     check_destination(out, FINETUNE_TOOL, MANIFEST_NAME)
@@ -332,7 +322,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
             say(f"{out} already holds this fine-tuned model")
             return done
         classifier = starting_classifier(model, spec, init_path, built=base.model)
-        head = resize_head_for(classifier, training_set, subset is not None, cfg.seed)
+        head = resize_head_for(classifier, training_set, subset is not None, cfg.seed, cfg.head_init)
         trained = wrap_classifier(classifier, wrap) if wrap else classifier
         trained.to(dev)
         run, per_epoch = training_run(cfg, trained, classifier, training_set, settings, out, dev, head)
@@ -375,6 +365,10 @@ def run_settings(cfg: FinetuneConfig, base: str, spec: str, training_set: Traini
         "init": file_sha256(init_path) if init_path is not None else None,
         "base": base,  # the content (code and weights) of the model training starts from: base_identity
     }
+    # settings added since: recorded when they differ from what every run did before (older runs resume)
+    for key, legacy in (("nesterov", False), ("head_init", "imagenet-rows"), ("frozen_mode", "eval")):
+        if getattr(cfg, key) != legacy:
+            settings[key] = getattr(cfg, key)
     return json.loads(json.dumps(settings))
 
 
@@ -423,41 +417,19 @@ def training_run(cfg: FinetuneConfig, trained, classifier: Classifier, training_
         if cfg.train == "head" else ""
     parameters = set_trainable(classifier, head_path, cfg.train)
     optimizer = torch.optim.SGD(parameters, lr=float(cfg.lr), momentum=float(cfg.momentum),
-                                weight_decay=float(cfg.weight_decay))
+                                weight_decay=float(cfg.weight_decay), nesterov=bool(cfg.nesterov))
     per_epoch = len(epoch_batches(len(training_set), cfg.batch_size, cfg.seed, 0))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(cfg.schedule, per_epoch * int(cfg.epochs)))
-    return TrainingRun(trained, classifier, training_set, optimizer, scheduler, settings, out, dev, head), per_epoch
+    factor = lr_factor(cfg.schedule, per_epoch * int(cfg.epochs), batch_size=int(cfg.batch_size),
+                       images=len(training_set), epochs=int(cfg.epochs))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    run = TrainingRun(trained, classifier, training_set, optimizer, scheduler, settings, out, dev, head)
+    run.recipe_name = cfg.recipe or "default"
+    return run, per_epoch
 
 
 def default_workers() -> int:
     """DataLoader workers: the CPU count minus one for the training process, at most 8."""
     return max(0, min(8, (os.cpu_count() or 1) - 1))
-
-
-def resize_head_for(classifier: Classifier, data: TrainingSet, forced: bool, seed: int) -> dict | None:
-    """Resize ``classifier``'s head to the data's classes when they differ (or ``forced``); describe it."""
-    k = len(data.classes)
-    if not forced and classifier.num_classes == k:
-        return None
-    path, layer = find_head(classifier.net, classifier.num_classes)
-    if not forced and head_outputs(layer) == k:  # the model did not say its class count; its head has k
-        classifier.num_classes = k
-        return None
-    rows = data.imagenet_rows if head_outputs(layer) == 1000 and data.imagenet_rows else None
-    replace_head(classifier.net, path, k, seed=seed, init_rows=rows)
-    classifier.num_classes = k
-    return {"path": path, "classes": k, "init": "imagenet-rows" if rows else "random"}
-
-
-def set_trainable(classifier: Classifier, head_path: str, train: str) -> list[torch.nn.Parameter]:
-    """Parameters to optimise: all, or the head's only (the rest frozen)."""
-    if train == "all":
-        return [p for p in classifier.net.parameters() if p.requires_grad]
-    head = classifier.net.get_submodule(head_path)
-    head_ids = {id(p) for p in head.parameters()}
-    for p in classifier.net.parameters():
-        p.requires_grad_(id(p) in head_ids)
-    return list(head.parameters())
 
 
 def load_checkpoint(path: Path) -> dict | None:
@@ -483,6 +455,7 @@ class TrainingRun:
         self.running = {"loss": 0.0, "correct": 0, "images": 0, "seconds": 0.0}
         self.rng_state: dict | None = None
         self.seconds = 0.0
+        self.recipe_name = "default"
 
     # -- checkpoints --------------------------------------------------------------------------------------
 
@@ -583,10 +556,10 @@ class TrainingRun:
                 started = time.perf_counter()
 
     def _set_mode(self) -> None:
-        if self.settings["train"] == "head":
+        if self.settings["train"] == "head" and self.settings.get("frozen_mode", "eval") == "eval":
             self.trained.eval()  # frozen body: batch-norm statistics and dropout as at test time
         else:
-            self.trained.train()
+            self.trained.train()  # all of it (frozen_mode=train: as a reference that calls net.train())
 
     def _soft_targets(self) -> torch.Tensor | None:
         if not self.data.label_sets:
@@ -624,7 +597,10 @@ class TrainingRun:
             "preprocessing": self.classifier.preprocessing.to_dict(), "wrap": s["wrap"],
             "weights": WEIGHTS_NAME, "weights_sha256": digest,
             "recipe": {k: s[k] for k in ("subset", "augment", "epochs", "batch_size", "lr", "schedule", "train",
-                                         "crop", "seed")},
+                                         "crop", "seed")} | {"name": self.recipe_name,
+                                                             "head_init": (self.head or {}).get("init"),
+                                                             "frozen_mode": s.get("frozen_mode", "eval"),
+                                                             "nesterov": s.get("nesterov", False)},
             "settings": s, "history": self.history, "seconds": round(self.seconds, 3),
             "device": str(self.device), "torch": torch.__version__, "robustlab": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -1,4 +1,4 @@
-"""Classification heads: find a network's head, resize it, check that weights fit a network.
+"""Classification heads: find a network's head, resize it, freeze the rest, check that weights fit a network.
 
 The head is the network's last ``nn.Linear`` (or 1x1 ``nn.Conv2d``, as SqueezeNet's) whose
 number of outputs is the model's number of classes: ``fc`` of a ResNet, ``classifier.6`` of
@@ -106,3 +106,34 @@ def check_state_dict(net: nn.Module, state: Mapping[str, torch.Tensor], *, what:
         parts.append(f"{len(shapes)} of another shape (e.g. {'; '.join(shapes[:3])})")
     raise ModelError(f"{what} was made for another architecture than {type(net).__name__}: its tensors do not "
                      f"fit ({'; '.join(parts)}). {fix}")
+
+
+def resize_head_for(classifier, data, forced: bool, seed: int,
+                    head_init: str = "imagenet-rows") -> dict | None:
+    """Resize ``classifier``'s head to the data's classes when they differ (or ``forced``); describe it.
+    ``head_init``: ``imagenet-rows`` (each row the mean of the ImageNet rows below its class, for a
+    1000-way ImageNet head) or ``fresh`` (PyTorch's default initialisation)."""
+    k = len(data.classes)
+    if not forced and classifier.num_classes == k:
+        return None
+    path, layer = find_head(classifier.net, classifier.num_classes)
+    if not forced and head_outputs(layer) == k:  # the model did not say its class count; its head has k
+        classifier.num_classes = k
+        return None
+    rows = data.imagenet_rows if head_init == "imagenet-rows" and head_outputs(layer) == 1000 and data.imagenet_rows \
+        else None
+    replace_head(classifier.net, path, k, seed=seed, init_rows=rows)
+    classifier.num_classes = k
+    return {"path": path, "classes": k, "init": "imagenet-rows" if rows else ("fresh" if head_init == "fresh" else
+                                                                              "random")}
+
+
+def set_trainable(classifier, head_path: str, train: str) -> list[torch.nn.Parameter]:
+    """Parameters to optimise: all, or the head's only (the rest frozen)."""
+    if train == "all":
+        return [p for p in classifier.net.parameters() if p.requires_grad]
+    head = classifier.net.get_submodule(head_path)
+    head_ids = {id(p) for p in head.parameters()}
+    for p in classifier.net.parameters():
+        p.requires_grad_(id(p) in head_ids)
+    return list(head.parameters())
