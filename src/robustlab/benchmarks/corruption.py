@@ -42,9 +42,10 @@ from ..metrics.corruption import (
 from ..metrics.ratios import mean_of_defined
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Sample, sample_id
+from ..data.limits import config_limit_order
 from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
-                              PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
-                              class_map_config, seed_option, shard_size_option)
+                              LIMIT_ORDER, PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive,
+                              check_seed, class_map_config, limit_config, seed_option, shard_size_option)
 from ..engine.schema import Option
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
 
@@ -118,13 +119,14 @@ def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
     fly (by the ``corruption_backend`` of ``config``, numpy when it has none)."""
     if config["layout"] == "cifar":
         if unit.setting == CLEAN:  # the CIFAR-10 test set given as --clean-data
-            samples = read_cifar_test(config["clean_data"], limit=config["limit"])
+            samples = read_cifar_test(config["clean_data"], limit=config["limit"], limit_order=config_limit_order(config))
         else:
             c, s = unit.setting.split("/")
-            samples = read_cifar_c(config["data"], c, int(s), limit=config["limit"])
+            samples = read_cifar_c(config["data"], c, int(s), limit=config["limit"],
+                                   limit_order=config_limit_order(config))
         return samples.subset(unit.params["start"], unit.params["stop"])
     images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                               limit=config["limit"])
+                               limit=config["limit"], limit_order=config_limit_order(config))
     if config["layout"] != "on-the-fly":
         return images
     images = PreparedSamples(images, imagenet_c_geometry())
@@ -153,9 +155,10 @@ def cifar_units(config: Mapping[str, Any], settings: Iterable[str], root: Path) 
     sizes = {}
     for setting in settings:
         c, s = setting.split("/")
-        sizes[setting] = len(read_cifar_c(root, c, int(s), limit=config["limit"]))
+        sizes[setting] = len(read_cifar_c(root, c, int(s), limit=config["limit"], limit_order=config_limit_order(config)))
     if config.get("clean_data"):
-        sizes[CLEAN] = len(read_cifar_test(config["clean_data"], limit=config["limit"]))
+        sizes[CLEAN] = len(read_cifar_test(config["clean_data"], limit=config["limit"],
+                                           limit_order=config_limit_order(config)))
     return [Unit(f"{setting}/shard-{k:04d}", setting, {"start": start, "stop": min(n, start + config["shard_size"])})
             for setting, n in sizes.items() for k, start in enumerate(range(0, n, config["shard_size"]))]
 
@@ -532,7 +535,7 @@ class ImageNetC(Benchmark):
     name = "imagenet-c"
     family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
     options = (
-        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT,
+        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, CLASSES_PER_UNIT,
         shard_size_option(10000), baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
         Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: corrupt in memory "
                "(resize 256, crop 224, corrupt), write no images."),
@@ -561,7 +564,7 @@ class ImageNetC(Benchmark):
             return {**options, "corruption_backend": "torch" if torch_backend_by_default(device) else "numpy"}
         return options
 
-    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
+    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit, limit_order,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
                   corruption_backend, seed, clean) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
@@ -570,8 +573,8 @@ class ImageNetC(Benchmark):
                 raise InputError("with --on-the-fly the data folder holds the clean images and they are evaluated "
                                  "as setting 'clean': leave out --clean-data and --clean-run.")
             return self._configure_on_the_fly(
-                root, corruptions=corruptions, severities=severities, class_map=class_map, limit=limit,
-                classes_per_unit=classes_per_unit, baseline=baseline, baseline_run=baseline_run, top_k=top_k,
+                root, corruptions=corruptions, severities=severities, class_map=class_map,
+                limits=limit_config(limit, limit_order), classes_per_unit=classes_per_unit, baseline=baseline, baseline_run=baseline_run, top_k=top_k,
                 save_logits=save_logits, backend=corruption_backend or "numpy", seed=0 if seed is None else seed,
                 clean=True if clean is None else clean)
         for key, value in (("corruption_backend", corruption_backend), ("seed", seed), ("clean", clean)):
@@ -597,7 +600,7 @@ class ImageNetC(Benchmark):
         get_corruption_baseline(baseline)
         config: dict[str, Any] = {
             "data": str(root), "layout": "cifar" if cifar else "folders", "corruptions": chosen, "severities": sev,
-            "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+            **limit_config(limit, limit_order), "top_k": check_positive("top_k", top_k),
             "save_logits": bool(save_logits), "baseline": baseline,
             "clean_data": str(Path(clean_data).expanduser().resolve()) if clean_data is not None else None,
             "clean_run": clean_run, "baseline_run": baseline_run,
@@ -606,12 +609,19 @@ class ImageNetC(Benchmark):
             config["shard_size"] = check_positive("shard_size", shard_size)
             config["num_classes"] = 10
             config["clean_data"] = cifar_clean_data(clean_data)
+            if config["limit"]:
+                config.update(limit_config(limit, limit_order, read_cifar_c(root, chosen[0], sev[0], limit=limit,
+                                                                            limit_order=config["limit_order"])))
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
         classes = class_folders(imagenet_c_folder(root, chosen[0], sev[0]))
         _, names = resolve_class_map(classes, config["class_map"])
         config["num_classes"] = len(names)
+        if config["limit"]:
+            config.update(limit_config(limit, limit_order, read_image_folder(
+                imagenet_c_folder(root, chosen[0], sev[0]), config["class_map"], limit=limit,
+                limit_order=config["limit_order"])))
         if config["clean_data"] is not None:
             _, clean_names = resolve_class_map(class_folders(config["clean_data"]), config["class_map"])
             if len(clean_names) != len(names):
@@ -619,7 +629,7 @@ class ImageNetC(Benchmark):
                                  f"ImageNet-C folders have {len(names)}; give a class map covering both.")
         return config
 
-    def _configure_on_the_fly(self, root: Path, *, corruptions, severities, class_map, limit, classes_per_unit,
+    def _configure_on_the_fly(self, root: Path, *, corruptions, severities, class_map, limits, classes_per_unit,
                               baseline, baseline_run, top_k, save_logits, backend, seed, clean) -> dict[str, Any]:
 
         if (root / "labels.npy").is_file():
@@ -631,13 +641,16 @@ class ImageNetC(Benchmark):
             "data": str(root), "layout": "on-the-fly", "corruption_backend": check_corruption_backend(backend),
             "seed": check_seed(seed), "profile": "imagenet-c", "clean": bool(clean), "corruptions": chosen,
             "severities": list(parse_severities(severities if severities is not None else "1-5")),
-            "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+            **limits, "top_k": check_positive("top_k", top_k),
             "save_logits": bool(save_logits), "baseline": baseline, "clean_data": None, "clean_run": None,
             "baseline_run": baseline_run, "class_map": class_map_config(class_map),
             "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
         }
         _, names = resolve_class_map(class_folders(root), config["class_map"])
         config["num_classes"] = len(names)
+        if config["limit"]:
+            config.update(limit_config(config["limit"], config["limit_order"], read_image_folder(
+                root, config["class_map"], limit=config["limit"], limit_order=config["limit_order"])))
         return config
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
@@ -749,7 +762,7 @@ class Corrupted(Benchmark):
     name = "corrupted"
     family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
     options = (
-        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, CLASS_MAP, LIMIT, shard_size_option(5000),
+        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, CLASS_MAP, LIMIT, LIMIT_ORDER, shard_size_option(5000),
         Option("clean", "bool", True, help="Also evaluate the clean images (setting clean)."),
         baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
     )
@@ -767,7 +780,8 @@ class Corrupted(Benchmark):
         """The folder's first image, clean or corrupted with the run's seed and profile as the run saw it."""
         if not config.get("data"):
             return None
-        base = read_image_folder(config["data"], config.get("class_map", "auto"), limit=config.get("limit")).subset(0, 1)
+        base = read_image_folder(config["data"], config.get("class_map", "auto"), limit=config.get("limit"),
+                                 limit_order=config_limit_order(config)).subset(0, 1)
         if len(base) == 0:
             return None
         if setting == CLEAN:
@@ -776,8 +790,8 @@ class Corrupted(Benchmark):
         return corrupt_on_the_fly(base, c, int(s), seed=config.get("seed", 0),
                                   profile=config.get("profile", "imagecorruptions")).read(0)
 
-    def configure(self, data: str, *, corruptions, severities, seed, profile, class_map, limit, shard_size, clean,
-                  baseline, baseline_run, top_k, save_logits) -> dict[str, Any]:
+    def configure(self, data: str, *, corruptions, severities, seed, profile, class_map, limit, limit_order,
+                  shard_size, clean, baseline, baseline_run, top_k, save_logits) -> dict[str, Any]:
         from ..corruptions.registry import check_profile
 
         root = Path(data).expanduser().resolve()
@@ -788,19 +802,23 @@ class Corrupted(Benchmark):
             "data": str(root), "corruptions": chosen,
             "severities": list(parse_severities(severities if severities is not None else "1-5")),
             "seed": int(seed), "profile": check_profile(profile), "class_map": class_map_config(class_map),
-            "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
+            **limit_config(limit, limit_order), "shard_size": check_positive("shard_size", shard_size),
             "clean": bool(clean), "baseline": baseline, "baseline_run": baseline_run,
             "top_k": check_positive("top_k", top_k),
             "save_logits": bool(save_logits),
         }
         listing = self._base(config)
         config["num_classes"] = len(listing.classes)
+        if config["limit"]:
+            config.update(limit_config(limit, limit_order, listing))
         return config
 
     def _base(self, config: Mapping[str, Any]):
-        key = json.dumps([config["data"], config["class_map"], config["limit"]], sort_keys=True)
+        order = config_limit_order(config)
+        key = json.dumps([config["data"], config["class_map"], config["limit"], order], sort_keys=True)
         if key not in self._listing:
-            self._listing[key] = read_image_folder(config["data"], config["class_map"], limit=config["limit"])
+            self._listing[key] = read_image_folder(config["data"], config["class_map"], limit=config["limit"],
+                                                   limit_order=order)
         return self._listing[key]
 
     def plan(self, config: Mapping[str, Any]) -> list[Unit]:

@@ -17,12 +17,13 @@ from ..corruptions.cbar.released import CBarLayout, discover_cbar
 from ..corruptions.cbar.tables import SETS, severity_folder
 from ..corruptions.checks import parse_severities
 from ..corruptions.registry import resolve_corruptions
-from ..data.classification import class_folders, resolve_class_map
+from ..corruptions.released import read_cifar_c
+from ..data.classification import class_folders, read_image_folder, resolve_class_map
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
 from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
-                              SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
-                              class_map_config, seed_option, shard_size_option)
+                              LIMIT_ORDER, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
+                              class_map_config, limit_config, seed_option, shard_size_option)
 from ..engine.schema import Option
 from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
@@ -102,7 +103,8 @@ class ImageNetCBar(Benchmark):
     headline = (HeadlineMetric("mean_error_bar", "mean error", "mean_error_bar_subset"),
                 HeadlineMetric("mce_bar", "mCE-bar", "mce_bar_subset"))
     options = (
-        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT, shard_size_option(10000),
+        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, CLASSES_PER_UNIT,
+        shard_size_option(10000),
         baseline_option("paper-baseline"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
         Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: make ImageNet-C-bar in "
                "memory (resize 256, crop 224, corrupt), write no images."),
@@ -117,12 +119,12 @@ class ImageNetCBar(Benchmark):
             self._layouts[root] = discover_cbar(root)
         return self._layouts[root]
 
-    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
+    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit, limit_order,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
                   seed) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
         sev = list(parse_severities(severities if severities is not None else "1-5"))
-        common = {"severities": sev, "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+        common = {"severities": sev, **limit_config(limit, limit_order), "top_k": check_positive("top_k", top_k),
                   "save_logits": bool(save_logits), "baseline": baseline, "baseline_run": baseline_run}
         if on_the_fly:
             if clean_data is not None or clean_run is not None:
@@ -136,7 +138,7 @@ class ImageNetCBar(Benchmark):
                       "classes_per_unit": check_positive("classes_per_unit", classes_per_unit), **common}
             _, names = resolve_class_map(class_folders(root), config["class_map"])
             config["num_classes"] = len(names)
-            return config
+            return _with_limit_stats(config, root)
         if seed is not None:
             raise InputError("seed applies to --on-the-fly evaluation; the released C-bar files are already corrupted.")
         layout = self._layout(str(root))
@@ -158,13 +160,16 @@ class ImageNetCBar(Benchmark):
             config["shard_size"] = check_positive("shard_size", shard_size)
             config["num_classes"] = 10
             config["clean_data"] = cifar_clean_data(clean_data)
+            if config["limit"]:
+                config.update(limit_config(limit, limit_order, read_cifar_c(layout.root, chosen[0], sev[0], limit=limit,
+                                                                            limit_order=config["limit_order"])))
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
         first = layout.folders[chosen[0]][sev[0]]
         _, names = resolve_class_map(class_folders(first), config["class_map"])
         config["num_classes"] = len(names)
-        return config
+        return _with_limit_stats(config, first)
 
     @staticmethod
     def _chosen(set_name: str, corruptions, available: list[str]) -> list[str]:
@@ -285,3 +290,12 @@ class ImageNetCBar(Benchmark):
         if summary.get("ce_baseline"):
             lines.append(f"{'CE-bar normalised by':<34}{summary['ce_baseline']}")
         return lines
+
+
+def _with_limit_stats(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``config`` with the ``limit_stats`` of its limit over the image folder ``folder`` (unchanged
+    without a limit)."""
+    if config["limit"]:
+        config.update(limit_config(config["limit"], config["limit_order"], read_image_folder(
+            folder, config["class_map"], limit=config["limit"], limit_order=config["limit_order"])))
+    return config

@@ -32,7 +32,9 @@ from ..data.natural_shifts import (imagenet_a_indices, imagenet_r_indices, objec
 from ..data.wordnet import ilsvrc_wnids
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
-from ..engine.options import CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, SAVE_LOGITS, TOP_K, check_positive
+from ..data.limits import config_limit_order
+from ..engine.options import (CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, SAVE_LOGITS, TOP_K,
+                              check_positive, limit_config)
 from ..engine.schema import Option
 from ..engine.records import Sample, sample_id
 from ..errors import DataError, InputError, ModelError
@@ -212,7 +214,7 @@ class NaturalShift(Benchmark):
     testbed_columns: tuple[str, str] = ("val", "")
     #: What the clean setting measures.
     original_set = "ImageNet val"
-    options = (SAVE_LOGITS, LIMIT, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K)
+    options = (SAVE_LOGITS, LIMIT, LIMIT_ORDER, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K)
     family, family_title = "natural-shift", "Natural distribution shifts"
     headline = (HeadlineMetric("accuracy", "top-1", setting=SHIFTED), HeadlineMetric("top5_accuracy", "top-5",
                                                                                     setting=SHIFTED))
@@ -234,13 +236,13 @@ class NaturalShift(Benchmark):
     def shift_name(self, config: Mapping[str, Any]) -> str:
         return self.name
 
-    def configure(self, data: str, *, save_logits, limit, clean_data, clean_run, classes_per_unit, top_k,
+    def configure(self, data: str, *, save_logits, limit, limit_order, clean_data, clean_run, classes_per_unit, top_k,
                   **extra: Any) -> dict[str, Any]:
         """``extra``: the options a subclass adds to :attr:`options` (kept in the config as given)."""
         if clean_data is not None and clean_run is not None:
             raise InputError("give either clean_data (an ImageNet val folder) or clean_run (a stored run), not both.")
         root = Path(data).expanduser().resolve()
-        config: dict[str, Any] = {"data": str(root), **extra, "limit": check_positive("limit", limit),
+        config: dict[str, Any] = {"data": str(root), **extra, **limit_config(limit, limit_order),
                                   "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
                                   "top_k": check_positive("top_k", top_k), "save_logits": bool(save_logits),
                                   "clean_data": str(Path(clean_data).expanduser().resolve()) if clean_data else None,
@@ -257,6 +259,9 @@ class NaturalShift(Benchmark):
             if len(missing) == len(layout.clean_labels):
                 raise DataError(f"clean data {config['clean_data']} has none of the ImageNet wnid folders {self.name} "
                                 "needs; it must be the ImageNet val set in the layout <root>/<wnid>/<image>.")
+        if config["limit"]:
+            shifted = self.samples(config, Unit("", SHIFTED, {"folder": layout.root, "classes": sorted(layout.labels)}))
+            config.update(limit_config(limit, limit_order, shifted))
         return config
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
@@ -279,7 +284,8 @@ class NaturalShift(Benchmark):
         labels = layout.labels if unit.setting == SHIFTED else layout.clean_labels
         folder = Path(unit.params["folder"])
         other = {f: len(labels) + k for k, f in enumerate(f for f in class_folders(folder) if f not in labels)}
-        return read_image_folder(folder, {**labels, **other}, classes=unit.params["classes"], limit=config["limit"])
+        return read_image_folder(folder, {**labels, **other}, classes=unit.params["classes"], limit=config["limit"],
+                                 limit_order=config_limit_order(config))
 
     def classify(self, model, x, config) -> dict[str, np.ndarray]:
         if config.get("projection"):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.limits import limit_note
 from ..environment import describe_differences, distinct_environments
 from ..errors import InputError
 from ..models.preprocessing import Preprocessing
@@ -463,6 +464,9 @@ def load_result(store, run: str, *, benchmark: Benchmark | None = None) -> Evalu
                            f"({type(exc).__name__}: {exc}), so the metric rows are shown as stored.")
     elif metrics:
         notes = []
+    limited = limit_note(record.config)
+    if limited:
+        notices.append(limited)
     environments = distinct_environments(meta.get("environment") for meta in store.unit_meta(record.id).values())
     differ = describe_differences(environments, noun="environment")
     if differ:
