@@ -711,6 +711,25 @@ def _report(message: str, exc: BaseException | None) -> None:
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
 
 
+def _show_plugin_warnings_as_lines() -> None:
+    """Print a skipped plugin's :class:`~robustlab.registry.PluginWarning` as one line ``warning: ...``
+    on stderr (other warnings keep Python's format)."""
+    import warnings
+
+    from .registry import PluginWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if isinstance(category, type) and issubclass(category, PluginWarning):
+            typer.secho(f"warning: {message}", err=True, fg=typer.colors.YELLOW)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    if getattr(shown, "__name__", "") != "show":
+        warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command and exit with a documented code (docs/errors.md).
 
@@ -723,6 +742,7 @@ def main(argv: list[str] | None = None) -> None:
 
     interrupts.reset()
     interrupts.install()  # a Ctrl-C that a library swallows still ends the run as interrupted
+    _show_plugin_warnings_as_lines()
     _cli_state["debug"] = os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes")
     code = EXIT_OK
     try:
