@@ -293,6 +293,7 @@ def report_command(
     from .report import write_report
     from .store import open_store
 
+    _check_reference_points(reference_points)
     with open_store(store, must_exist=True) as st:
         path = write_report(st, out, fmt=fmt, runs=run, benchmarks=benchmark, title=title,
                             reference_points=reference_points)
@@ -564,6 +565,7 @@ def show_command(
     undefined (a baseline within its sampling error) print n/a with the reason."""
     import json
 
+    _check_reference_points(reference_points)
     if run is None:
         run = _only_run(store, benchmark, model)
     elif benchmark is not None or model is not None:
@@ -608,6 +610,15 @@ def subtypes_command(
                f"{split.ignored} folders below no broad type) in {dst}\nnext:\n"
                f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 --train head -o FT\n"
                f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -o imagenet_top1=<top-1 of MODEL>")
+
+
+def _check_reference_points(path: Optional[Path]) -> None:
+    """A ``--reference-points`` file is read before anything else: a FIFO, a device, an empty or a
+    ``;``-separated file is an error at once (it was a hang, or silently no points)."""
+    if path is not None:
+        from .metrics.effective_robustness import reference_rows
+
+        reference_rows(path)
 
 
 def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[str]) -> str:
@@ -711,17 +722,17 @@ def _report(message: str, exc: BaseException | None) -> None:
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
 
 
-def _show_plugin_warnings_as_lines() -> None:
-    """Print a skipped plugin's :class:`~robustlab.registry.PluginWarning` as one line ``warning: ...``
-    on stderr (other warnings keep Python's format)."""
+def _show_robustlab_warnings_as_lines() -> None:
+    """Print robustlab's own warnings (:class:`~robustlab.errors.RobustlabWarning`: a skipped plugin,
+    capped workers) as one line ``warning: ...`` on stderr (other warnings keep Python's format)."""
     import warnings
 
-    from .registry import PluginWarning
+    from .errors import RobustlabWarning
 
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if isinstance(category, type) and issubclass(category, PluginWarning):
+        if isinstance(category, type) and issubclass(category, RobustlabWarning):
             typer.secho(f"warning: {message}", err=True, fg=typer.colors.YELLOW)
         else:
             shown(message, category, filename, lineno, file, line)
@@ -742,7 +753,7 @@ def main(argv: list[str] | None = None) -> None:
 
     interrupts.reset()
     interrupts.install()  # a Ctrl-C that a library swallows still ends the run as interrupted
-    _show_plugin_warnings_as_lines()
+    _show_robustlab_warnings_as_lines()
     _cli_state["debug"] = os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes")
     code = EXIT_OK
     try:

@@ -127,6 +127,7 @@ def read_json(path: str | os.PathLike, *, fix: str = "") -> Any:
 
     p = Path(path)
     hint = f" {fix}" if fix else ""
+    check_input_file(p, "JSON file")
     try:
         raw = p.read_bytes()
         if p.suffix == ".gz":
@@ -155,6 +156,8 @@ def read_jsonl(path: str | os.PathLike, *, what: str = "file", item: str = "one 
         not valid JSON (naming the line and column; ``item``: what each line must be).
     """
     p = Path(path)
+    if data is None:
+        check_input_file(p, what)
     try:
         text = (p.read_bytes() if data is None else data).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -222,6 +225,29 @@ def special_file_kind(mode: int) -> str | None:
         if test(mode):
             return name
     return "special file"
+
+
+def check_input_file(path: str | os.PathLike, what: str = "file", *, max_bytes: int | None = None) -> Path:
+    """``path`` when it is a regular file a command may read whole (following links), before it
+    is opened; else a :class:`DataError` that says what it is instead. A FIFO given on the command
+    line would block the reader forever and ``/dev/zero`` would be read until memory runs out, so
+    both are refused unopened, by kind ("is a FIFO (named pipe), not a regular file"), never called
+    missing. ``max_bytes``: the largest file accepted (None: any)."""
+    p = Path(path).expanduser()
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise DataError(f"{what} {p} does not exist; check the path.") from None
+    except OSError as exc:
+        raise DataError(explain_os_error(exc, p, f"read the {what}")) from None
+    kind = special_file_kind(st.st_mode)
+    if kind is not None:
+        raise DataError(f"{what} {p} is a {kind}, not a regular file (reading a {kind} could block or never end); "
+                        "give a regular file.")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise DataError(f"{what} {p} is {st.st_size:,} bytes, more than the {max_bytes:,} such a file can be; "
+                        "check that this is the right file.")
+    return p
 
 
 def require_regular_file(path: str | os.PathLike, what: str = "file") -> None:

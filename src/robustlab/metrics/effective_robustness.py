@@ -33,11 +33,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, InputError
+from ..fsutil import check_input_file
 from ._checks import check_alpha
 from .stats import LinearFit, clopper_pearson, linear_fit
 
 __all__ = ["DEFAULT_TRANSFORM", "MIN_POINTS", "EffectiveRobustness", "ReferencePoint", "effective_robustness",
-           "fit_trend", "read_reference_points", "trend_or_reason"]
+           "fit_trend", "read_reference_points", "reference_rows", "trend_or_reason"]
 
 #: The imagenet-testbed's axis scaling.
 DEFAULT_TRANSFORM = "logit"
@@ -155,6 +156,32 @@ def _pick(header: Sequence[str], names: Sequence[str]) -> str | None:
     return next((h for h in header if h.strip().lower() in names), None)
 
 
+#: The largest reference-points file read (imagenet-testbed's robustness_top1s.csv is about 100 KB).
+MAX_REFERENCE_BYTES = 64 * 2**20
+
+
+def reference_rows(path: str | os.PathLike) -> tuple[Path, list[list[str]]]:
+    """``(path, rows)`` of a reference-points CSV, checked to be a regular, non-empty, comma-separated
+    file with a header (DataError naming what is wrong otherwise)."""
+    p = check_input_file(path, "reference points file", max_bytes=MAX_REFERENCE_BYTES)
+    try:
+        with p.open(newline="", encoding="utf-8") as f:
+            rows = [row for row in csv.reader(f) if any(cell.strip() for cell in row)]
+    except OSError as exc:
+        raise DataError(f"cannot read reference points {p}: {exc.strerror or exc}.") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"reference points {p} is not a CSV text file ({exc}); it needs a header with model, original, "
+                        "shifted.") from None
+    if not rows:
+        raise DataError(f"reference points file {p} is empty; it needs a header with model, original, shifted.")
+    if len(rows[0]) == 1:
+        sep = next((s for s in (";", "\t", "|") if s in rows[0][0]), None)
+        how = f"separated by {sep!r}" if sep else "a single column"
+        raise DataError(f"reference points {p} is {how}, not comma-separated: write it as a CSV with commas, with "
+                        "the columns model, original, shifted (or imagenet-testbed's robustness_top1s.csv).")
+    return p, rows
+
+
 def read_reference_points(path: str | os.PathLike, *, original: str | None = None,
                           shifted: str | None = None) -> list[ReferencePoint]:
     """Published accuracies of other models from a CSV file.
@@ -168,24 +195,19 @@ def read_reference_points(path: str | os.PathLike, *, original: str | None = Non
       ``imagenetv2-matched-frequency-format-val``; for ImageNet-A use
       ``val-on-imagenet-a-classes``).
 
-    Accuracies are percent (0-100) when any value in the two columns exceeds 1, else fractions.
+    Accuracies are percent (0-100) when any value in the two columns exceeds 1, else fractions;
+    a file that mixes the two (a row of fractions among percents) is refused, naming the row.
     Rows with an empty cell are skipped (the testbed leaves cells empty for settings a model was
     not run on).
 
     Raises
     ------
     DataError
-        A missing file, a missing column (naming the columns present) or a non-number (naming
-        the line).
+        A missing file or one that is not a regular file (a FIFO, a device), an empty one, one
+        separated by ``;`` or tabs, a missing column (naming the columns present), a non-number
+        (naming the line) or fractions mixed with percents.
     """
-    p = Path(path).expanduser()
-    try:
-        with p.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except OSError as exc:
-        raise DataError(f"cannot read reference points {p}: {exc.strerror or exc}.") from None
-    if not rows:
-        raise DataError(f"reference points file {p} is empty; it needs a header with model, original, shifted.")
+    p, rows = reference_rows(path)
     header = [h.strip() for h in rows[0]]
     model_col = _pick(header, ("model", "name"))
     x_col = original if original is not None else _pick(header, ORIGINAL_COLUMNS)
@@ -215,6 +237,12 @@ def read_reference_points(path: str | os.PathLike, *, original: str | None = Non
         source = row[isrc].strip() if isrc is not None and isrc < len(row) else f"{p.name}: {x_col} / {y_col}"
         parsed.append((row[im].strip(), x, y, source))
     scale = 100.0 if any(x > 1 or y > 1 for _, x, y, _ in parsed) else 1.0
+    fractions = [(model, x, y) for model, x, y, _ in parsed if scale == 100.0 and 0 < max(x, y) <= 1]
+    if fractions:
+        model, x, y = fractions[0]
+        raise DataError(f"reference points {p} mixes fractions and percents: {model} has {x:g} / {y:g} while other "
+                        f"rows are percent ({len(fractions)} such row(s)). Write every accuracy as percent (76.1) or "
+                        "every one as a fraction (0.761).")
     out = []
     for model, x, y, source in parsed:
         if x / scale > 1 or y / scale > 1:
