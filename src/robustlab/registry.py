@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from .errors import InputError, unknown_name
+from .errors import InputError, RobustlabWarning, unknown_name
 
 T = TypeVar("T")
 
@@ -40,7 +40,7 @@ T = TypeVar("T")
 _LOADING: list[str] = []
 
 
-class PluginWarning(UserWarning):
+class PluginWarning(RobustlabWarning):
     """An installed plugin was skipped (it failed to import, or registered a name it may not)."""
 
 
