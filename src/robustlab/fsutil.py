@@ -250,6 +250,20 @@ def check_input_file(path: str | os.PathLike, what: str = "file", *, max_bytes: 
     return p
 
 
+def not_a_folder(path: str | os.PathLike, what: str = "folder", fix: str = "check the path") -> DataError:
+    """The error for ``path`` given where a folder is needed, saying what it is instead: missing,
+    a file, or a FIFO, socket or device (never "missing" for those), with ``fix``."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return DataError(f"{what} {p} does not exist; {fix}.")
+    except OSError as exc:
+        return DataError(explain_os_error(exc, p, f"open the {what}"))
+    kind = special_file_kind(st.st_mode)
+    return DataError(f"{what} {p} is a {kind or 'file'}, not a folder; {fix}.")
+
+
 def require_regular_file(path: str | os.PathLike, what: str = "file") -> None:
     """Raise :class:`DataError` unless ``path`` is a regular file (following links), before it is
     opened: a FIFO in a data folder would block a reader forever, a device would be read without

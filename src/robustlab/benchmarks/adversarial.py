@@ -33,8 +33,8 @@ from ..seeding import derive_seed
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
 from ..data.limits import config_limit_order
-from ..engine.options import (CLASS_MAP, LIMIT, LIMIT_ORDER, check_positive, class_map_config, limit_config, seed_option,
-                              shard_size_option)
+from ..engine.options import (CLASS_MAP, LIMIT, LIMIT_ORDER, check_positive, class_map_config, limit_config,
+                              seed_option, shard_size_option)
 from ..engine.schema import Option
 
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
@@ -113,7 +113,7 @@ class AdversarialAUC(Benchmark):
         CLASS_MAP, LIMIT, LIMIT_ORDER, shard_size_option(1000),
     )
     option_hints = {key: "adversarial-auc takes attack strengths, not corruptions or severities: give "
-                         "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s."
+                         "-O eps=0,0.0125,0.025 (and -O attack=fgsm or pgd) instead of -c/-s."
                     for key in ("corruptions", "severities")}
 
     def __init__(self) -> None:
@@ -145,7 +145,7 @@ class AdversarialAUC(Benchmark):
         }
         if nested not in (False, None, "false", "False", "0", 0):
             if "nested" not in takes:
-                raise InputError("nested applies to PGD only (-o attack=pgd -o nested=true).")
+                raise InputError("nested applies to PGD only (-O attack=pgd -O nested=true).")
             config["nested"] = True  # only when set: runs made before the option keep their identity
         base = self._base(config)
         config["num_classes"] = len(base.classes)
@@ -246,13 +246,13 @@ class AdversarialAUC(Benchmark):
             where = (f"{config['attack'].upper()} accuracy is not monotone in eps: it climbs back from {100 * a_low:.1f} % "
                      f"at eps {e_low:g} to {100 * a_high:.1f} % at eps {e_high:g}")
             if config["attack"] == "pgd":
-                notes.append(f"{where}: the attack is not converging; use more steps (-o steps=40).")
+                notes.append(f"{where}: the attack is not converging; use more steps (-O steps=40).")
             else:
                 notes.append(f"{where}. A stronger attack never does worse at a larger eps, so this is the attack "
                              "failing, not the model resisting: FGSM's single step overshoots at large eps, the usual "
                              "sign of gradient masking (or label leaking when the model was trained on FGSM "
                              "examples). R counts the climb as robustness and overstates it; compare R with PGD "
-                             "beside it (the same command with -o attack=pgd).")
+                             "beside it (the same command with -O attack=pgd).")
         return notes
 
     def text(self, config, summary, metrics) -> list[str]:

@@ -36,6 +36,7 @@ from ..metrics.corruption import (
     N_SEVERITIES,
     CorruptionBaseline,
     corruption_error_terms,
+    flat_error,
     get_corruption_baseline,
     relative_ce_terms,
 )
@@ -60,11 +61,33 @@ CORRUPTION_BACKENDS = ("numpy", "torch")
 IMAGENET_C_SIZE = (256, 224)
 
 
-def imagenet_c_geometry():
-    """A picklable uint8 HxWx3 -> 224x224 function: ImageNet-C's resize and centre crop."""
-    from ..models.preprocessing import Preprocessing
+def imagenet_c_geometry(keep_input_size: bool = False):
+    """A picklable uint8 HxWx3 -> 224x224 function: ImageNet-C's resize and centre crop, applied to
+    every image as make_imagenet_c.py does (``keep_input_size``: a 224x224 image passes through;
+    see :class:`robustlab.corruptions.dataset.ReferenceGeometry`)."""
+    from ..corruptions.dataset import ReferenceGeometry
 
-    return Preprocessing(resize=IMAGENET_C_SIZE[0], crop=IMAGENET_C_SIZE[1], interpolation="bilinear").prepare_image
+    return ReferenceGeometry(*IMAGENET_C_SIZE, keep_input_size=keep_input_size)
+
+
+#: ``keep_input_size`` of the benchmarks that make ImageNet-C(-bar) in memory (see
+#: :class:`robustlab.corruptions.dataset.ReferenceGeometry`).
+KEEP_INPUT_SIZE = Option("keep_input_size", "bool", False, help="With --on-the-fly: corrupt a clean image that is "
+                         "already 224x224 as it is, instead of the reference's resize 256 + centre crop 224 of every "
+                         "image (recorded in the run).")
+
+
+def check_keep_input_size(keep_input_size: Any, on_the_fly: Any) -> None:
+    """``keep_input_size`` only with ``on_the_fly`` (released files are already 224x224 crops)."""
+    if keep_input_size and not on_the_fly:
+        raise InputError("keep_input_size applies to --on-the-fly evaluation from clean images; the released files "
+                         "are already 224x224 (add --on-the-fly, or leave it out).")
+
+
+def keep_input_size_config(keep_input_size: Any) -> dict[str, Any]:
+    """The config entry of ``keep_input_size``: only when set (runs that follow the reference keep
+    the config, and so the run id, they always had)."""
+    return {"keep_input_size": True} if keep_input_size else {}
 
 
 def check_corruption_backend(backend: str) -> str:
@@ -119,7 +142,8 @@ def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
     fly (by the ``corruption_backend`` of ``config``, numpy when it has none)."""
     if config["layout"] == "cifar":
         if unit.setting == CLEAN:  # the CIFAR-10 test set given as --clean-data
-            samples = read_cifar_test(config["clean_data"], limit=config["limit"], limit_order=config_limit_order(config))
+            samples = read_cifar_test(config["clean_data"], limit=config["limit"],
+                                      limit_order=config_limit_order(config))
         else:
             c, s = unit.setting.split("/")
             samples = read_cifar_c(config["data"], c, int(s), limit=config["limit"],
@@ -129,7 +153,7 @@ def corruption_unit_samples(config: Mapping[str, Any], unit: Unit):
                                limit=config["limit"], limit_order=config_limit_order(config))
     if config["layout"] != "on-the-fly":
         return images
-    images = PreparedSamples(images, imagenet_c_geometry())
+    images = PreparedSamples(images, imagenet_c_geometry(bool(config.get("keep_input_size"))))
     if unit.setting == CLEAN:
         return images
     c, s = unit.setting.split("/")
@@ -155,7 +179,8 @@ def cifar_units(config: Mapping[str, Any], settings: Iterable[str], root: Path) 
     sizes = {}
     for setting in settings:
         c, s = setting.split("/")
-        sizes[setting] = len(read_cifar_c(root, c, int(s), limit=config["limit"], limit_order=config_limit_order(config)))
+        sizes[setting] = len(read_cifar_c(root, c, int(s), limit=config["limit"],
+                                          limit_order=config_limit_order(config)))
     if config.get("clean_data"):
         sizes[CLEAN] = len(read_cifar_test(config["clean_data"], limit=config["limit"],
                                            limit_order=config_limit_order(config)))
@@ -228,7 +253,7 @@ def own_data_note(kind: str, data: str) -> str:
     """The note explaining :data:`NOT_COMPARABLE_LABEL` for ``kind`` (e.g. "CE, mCE and relative mCE")."""
     return (f"{kind} are {NOT_COMPARABLE_LABEL}: the errors on {data} are divided by AlexNet's published "
             "ImageNet numbers, which measure other images. Evaluate a baseline model on the same data and give "
-            "--baseline-run <its run id> (or -o baseline_run=self) for ratios that compare models.")
+            "--baseline-run <its run id> (or -O baseline_run=self) for ratios that compare models.")
 
 
 #: ``baseline_run=SELF``: the run is its own baseline (CE = 100 by construction), the role AlexNet
@@ -301,11 +326,16 @@ def corruption_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapp
             rows += [("ce_baseline_error", c, t.denominator), ("ce_baseline_margin", c, t.margin)]
     rce_terms = {}
     if clean_error is not None and known and baseline.clean_error is not None:
-        rce_terms = {c: relative_ce_terms({c: per_corruption[c]}, clean_error, baseline=baseline)[c] for c in known}
+        samples = {c: min(counts[s][0] for s in (CLEAN, *(f"{c}/{v}" for v in range(1, N_SEVERITIES + 1))))
+                   for c in known}
+        rce_terms = {c: relative_ce_terms({c: per_corruption[c]}, clean_error, baseline=baseline,
+                                          samples=samples[c])[c] for c in known}
         rows.append(("relative_ce_baseline_clean_error", "", baseline.clean_error))
         for c, t in rce_terms.items():
             if t.defined:
                 rows.append(("relative_ce", c, t.value))
+            elif t.why:  # the model's error does not move with severity: relative_ce_reasons says so
+                rows.append(("relative_ce_model_flat", c, float(samples[c])))
             rows += [("relative_ce_baseline_change", c, t.denominator), ("relative_ce_baseline_margin", c, t.margin)]
     bench = [c for c in BENCHMARK_CORRUPTIONS if c in ce_terms]
     suffix = "" if len(bench) == len(BENCHMARK_CORRUPTIONS) else "_subset"
@@ -331,7 +361,9 @@ def on_the_fly_note(config: Mapping[str, Any]) -> str:
     where = ("after batching, on the model's device (torch backend; within the parity bounds of the numpy "
              "kernels, see docs/torch-backend.md)" if config["corruption_backend"] == "torch"
              else "in the loading workers (numpy backend, the faithful kernels)")
-    return (f"ImageNet-C made on the fly from the clean images in {config['data']}: resize 256, centre crop 224, "
+    geometry = ("resize 256 and centre crop 224 (images already 224x224 kept as they are: --keep-input-size, "
+                "not the reference)" if config.get("keep_input_size") else "resize 256, centre crop 224")
+    return (f"ImageNet-C made on the fly from the clean images in {config['data']}: {geometry}, "
             f"then each corruption {where}, seed {config['seed']}. Unlike the released files, the images are not "
             "JPEG-compressed (quality 85) and each image's noise comes from its own seed: errors are close to those on "
             "the released files, not bit-identical.")
@@ -351,6 +383,12 @@ def relative_ce_reasons(metrics: Iterable[MetricRow]) -> dict[str, str]:
     out = {}
     for (m, c), change in table.items():
         if m != "relative_ce_baseline_change" or ("relative_ce", c) in table or base_clean is None:
+            continue
+        if ("relative_ce_model_flat", c) in table:
+            errors = [table.get(("error", f"{c}/{s}")) for s in range(1, N_SEVERITIES + 1)]
+            why = flat_error(errors, table[("clean_error", "")], int(table[("relative_ce_model_flat", c)])) \
+                if None not in errors and ("clean_error", "") in table else None
+            out[c] = why or "this model's error does not move with severity"
             continue
         margin = table.get(("relative_ce_baseline_margin", c), 0.0)
         moved = _points(base_clean, base_clean + change)
@@ -543,6 +581,7 @@ class ImageNetC(Benchmark):
                "model's device); default torch on a GPU, else numpy.", choices=CORRUPTION_BACKENDS),
         seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
         Option("clean", "bool", help="With --on-the-fly: also evaluate the clean images (default true)."),
+        KEEP_INPUT_SIZE,
     )
 
     def published_baseline(self, config: Mapping[str, Any]) -> str | None:
@@ -566,17 +605,19 @@ class ImageNetC(Benchmark):
 
     def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit, limit_order,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
-                  corruption_backend, seed, clean) -> dict[str, Any]:
+                  corruption_backend, seed, clean, keep_input_size) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
+        check_keep_input_size(keep_input_size, on_the_fly)
         if on_the_fly:
             if clean_data is not None or clean_run is not None:
                 raise InputError("with --on-the-fly the data folder holds the clean images and they are evaluated "
                                  "as setting 'clean': leave out --clean-data and --clean-run.")
             return self._configure_on_the_fly(
                 root, corruptions=corruptions, severities=severities, class_map=class_map,
-                limits=limit_config(limit, limit_order), classes_per_unit=classes_per_unit, baseline=baseline, baseline_run=baseline_run, top_k=top_k,
+                limits=limit_config(limit, limit_order), classes_per_unit=classes_per_unit, baseline=baseline,
+                baseline_run=baseline_run, top_k=top_k,
                 save_logits=save_logits, backend=corruption_backend or "numpy", seed=0 if seed is None else seed,
-                clean=True if clean is None else clean)
+                clean=True if clean is None else clean) | keep_input_size_config(keep_input_size)
         for key, value in (("corruption_backend", corruption_backend), ("seed", seed), ("clean", clean)):
             if value is not None:
                 raise InputError(f"{key} applies to --on-the-fly evaluation from clean images; the released "

@@ -21,17 +21,23 @@ from ..corruptions.released import read_cifar_c
 from ..data.classification import class_folders, read_image_folder, resolve_class_map
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
-from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, CORRUPTIONS, LIMIT,
+from ..engine.options import (BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT,
                               LIMIT_ORDER, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
                               class_map_config, limit_config, seed_option, shard_size_option)
 from ..engine.schema import Option
 from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
-from .corruption import (CLEAN, SELF, baseline_from_run, cifar_clean_data, cifar_units, class_blocks,
-                         corruption_unit_samples, related_corruption_runs)
+from .corruption import (CLEAN, KEEP_INPUT_SIZE, SELF, baseline_from_run, check_keep_input_size, cifar_clean_data,
+                         cifar_units, class_blocks, corruption_unit_samples, keep_input_size_config,
+                         related_corruption_runs)
 
 N_SEVERITIES = 5
+#: ``corruptions`` of imagenet-c-bar: the set's own names (ImageNet-C's subsets are not in it).
+CBAR_CORRUPTIONS = Option("corruptions", "str", help="Corruptions of the -bar set, comma-separated (default: the "
+                          "set's 10: imagenet-c-bar's or cifar10-c-bar's, as the data holds; the set's name works too). "
+                          "ImageNet-C's names and subsets (benchmark, noise...) are not in the -bar sets.",
+                          flags=("-c",))
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
                  clean_predictions: Mapping[str, Mapping[str, np.ndarray]] | None = None,
                  baseline: CorruptionBaseline | None = None) -> list[MetricRow]:
@@ -103,12 +109,12 @@ class ImageNetCBar(Benchmark):
     headline = (HeadlineMetric("mean_error_bar", "mean error", "mean_error_bar_subset"),
                 HeadlineMetric("mce_bar", "mCE-bar", "mce_bar_subset"))
     options = (
-        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, CLASSES_PER_UNIT,
+        CBAR_CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, CLASSES_PER_UNIT,
         shard_size_option(10000),
         baseline_option("paper-baseline"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
         Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: make ImageNet-C-bar in "
                "memory (resize 256, crop 224, corrupt), write no images."),
-        seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
+        seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."), KEEP_INPUT_SIZE,
     )
 
     def __init__(self) -> None:
@@ -121,8 +127,9 @@ class ImageNetCBar(Benchmark):
 
     def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit, limit_order,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
-                  seed) -> dict[str, Any]:
+                  seed, keep_input_size) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
+        check_keep_input_size(keep_input_size, on_the_fly)
         sev = list(parse_severities(severities if severities is not None else "1-5"))
         common = {"severities": sev, **limit_config(limit, limit_order), "top_k": check_positive("top_k", top_k),
                   "save_logits": bool(save_logits), "baseline": baseline, "baseline_run": baseline_run}
@@ -135,7 +142,8 @@ class ImageNetCBar(Benchmark):
             config = {"data": str(root), "layout": "on-the-fly", "set": "imagenet-c-bar", "corruptions": chosen,
                       "seed": check_seed(0 if seed is None else seed), "profile": "imagenet-c",
                       "class_map": class_map_config(class_map), "clean_data": None, "clean_run": None,
-                      "classes_per_unit": check_positive("classes_per_unit", classes_per_unit), **common}
+                      "classes_per_unit": check_positive("classes_per_unit", classes_per_unit), **common,
+                      **keep_input_size_config(keep_input_size)}
             _, names = resolve_class_map(class_folders(root), config["class_map"])
             config["num_classes"] = len(names)
             return _with_limit_stats(config, root)

@@ -18,7 +18,7 @@ P is the clean performance, mPC the mean over the chosen corruptions and severit
 rPC = mPC / P, by default the published *ratio of means* (for VOC: class-mean mPC over
 class-mean P); ``rpc=mean-of-ratios`` gives the per-class ratios' mean.
 
-Options (``robustlab evaluate ... -o KEY=VALUE``): ``corruptions`` (benchmark, all, holdout,
+Options (``robustlab evaluate ... -O KEY=VALUE``): ``corruptions`` (benchmark, all, holdout,
 noise, blur, weather, digital or names), ``severities`` (1-5), ``seed`` (0), ``profile``
 (imagecorruptions), ``limit`` (first N images), ``shard_size`` (500 images per unit),
 ``cache`` (folder for corrupted PNGs in ``<cache>/<corruption>/<severity>/<relative path>``;
@@ -423,11 +423,11 @@ def _coco_files(root: Path, annotations: Any, images: Any) -> tuple[str, str]:
         found = find_coco_annotations(root)
         if not found:
             raise DataError(f"no annotations/instances_*.json under {root}; give the COCO instances file with "
-                            "-o annotations=PATH.")
+                            "-O annotations=PATH.")
         val = [f for f in found if "val" in f.name]
         if len(found) > 1 and len(val) != 1:
             raise DataError(f"several annotation files under {root} ({', '.join(f.name for f in found)}); choose one "
-                            "with -o annotations=PATH.")
+                            "with -O annotations=PATH.")
         ann = (val or found)[0]
     else:
         ann = Path(annotations).expanduser().resolve()

@@ -38,6 +38,7 @@ from ..engine.options import (CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, LI
 from ..engine.schema import Option
 from ..engine.records import Sample, sample_id
 from ..errors import DataError, InputError, ModelError
+from ..fsutil import not_a_folder
 from ..metrics.stats import clopper_pearson
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class ShiftLayout:
 def folders_of(root: Path) -> list[str]:
     """Visible subfolders of ``root``, sorted (DataError when ``root`` is missing)."""
     if not root.is_dir():
-        raise DataError(f"{root} does not exist or is not a folder.")
+        raise not_a_folder(root, "dataset folder")
     return sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
 
 
@@ -169,7 +170,7 @@ def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[
     does not give 1,000 logits."""
     import torch
 
-    from ..engine.classification import classify_batch
+    from ..engine.classification import check_declared_classes, classify_batch
     from ..models.projection import project_logits
     from ..models.protocol import check_logits
 
@@ -179,6 +180,7 @@ def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[
     class Projected(torch.nn.Module):
         def forward(self, inputs):
             raw = check_logits(model(inputs), inputs.shape[0], name, None, check_values=False)
+            check_declared_classes(model, raw.shape[1])
             if raw.shape[1] != IMAGENET_CLASSES:
                 raise ModelError(f"model {name!r} gives {raw.shape[1]} logits per image, but {benchmark} projects the "
                                  f"{IMAGENET_CLASSES} ImageNet-1k logits to its {len(groups)} classes: evaluate a "
@@ -202,6 +204,10 @@ def accuracy_rows(counts: Mapping[str, tuple[int, int, int]]) -> list[MetricRow]
             rows += [(metric, setting, (n - wrong) / n), (f"{metric}_low", setting, float(lo)),
                      (f"{metric}_high", setting, float(hi))]
     return rows
+
+
+#: Images per class of the ImageNet val set (50,000 for 1,000 classes).
+IMAGENET_VAL_PER_CLASS = 50
 
 
 class NaturalShift(Benchmark):
@@ -329,7 +335,8 @@ class NaturalShift(Benchmark):
                                                                       "top5_accuracy_high")}
                 out[setting]["n"] = int(table.get(("n_samples", setting), 0))
         if SHIFTED in out and CLEAN in out:
-            out["accuracy_pair"] = {"shift": self.shift_name(config), "original_set": self.original_set,
+            out["accuracy_pair"] = {"shift": self.shift_name(config),
+                                    "original_set": self.original_set_of(out[CLEAN]["n"], out["classes"]),
                                     "original": out[CLEAN]["accuracy"], "original_n": out[CLEAN]["n"],
                                     "shifted": out[SHIFTED]["accuracy"], "shifted_n": out[SHIFTED]["n"],
                                     "testbed_columns": list(self.testbed_columns_of(config))}
@@ -338,11 +345,21 @@ class NaturalShift(Benchmark):
     def testbed_columns_of(self, config: Mapping[str, Any]) -> tuple[str, str]:
         return self.testbed_columns
 
+    def original_set_of(self, n_clean: int, classes: int) -> str:
+        """What the clean accuracy measured: :attr:`original_set` when ``--clean-data`` held the whole
+        ImageNet val set of these classes (50 images each), else says how much of it (a partial
+        folder or a limited run is not "ImageNet val", and is not put on one trend with it)."""
+        expected = IMAGENET_VAL_PER_CLASS * classes
+        if n_clean == expected:
+            return self.original_set
+        return f"{self.original_set}: {n_clean} of its {expected:,} images only"
+
     def text(self, config, summary, metrics) -> list[str]:
         from ..engine.report import pct
 
         lines = [f"{summary.get('set')}: {summary.get('classes')} classes"]
-        for setting, title in ((SHIFTED, summary.get("set")), (CLEAN, self.original_set)):
+        pair = summary.get("accuracy_pair") or {}
+        for setting, title in ((SHIFTED, summary.get("set")), (CLEAN, pair.get("original_set", self.original_set))):
             row = summary.get(setting)
             if not row:
                 continue
@@ -372,7 +389,7 @@ class ImageNetV2(NaturalShift):
             variant = next((v for v in V2_VARIANTS if v.replace("-", "") in folder.replace("-", "")), None)
             if variant is None:
                 raise InputError(f"cannot tell the ImageNetV2 variant from the folder name {folder!r}: give "
-                                 f"-o variant=<{'|'.join(V2_VARIANTS)}>.")
+                                 f"-O variant=<{'|'.join(V2_VARIANTS)}>.")
         if variant not in V2_VARIANTS:
             raise InputError(f"unknown ImageNetV2 variant {variant!r}; use one of {', '.join(V2_VARIANTS)}.")
         config["variant"] = variant

@@ -119,7 +119,7 @@ def _check_strides(perturbations: Iterable[str], setting: str, strides: list[int
 #: Why the sequence benchmarks refuse the corruption benchmarks' options.
 SEQUENCE_HINTS = {
     **dict.fromkeys(("corruptions", "severities"), "benchmark {name!r} has perturbations, not corruptions or "
-                    "severities: select them with the option perturbations (e.g. -o perturbations=rotate,scale)."),
+                    "severities: select them with the option perturbations (e.g. -O perturbations=rotate,scale)."),
     "save_logits": "benchmark {name!r} stores per-frame top-5 classes; saving logits of every frame is not supported.",
 }
 PERTURBATIONS_OPTION = Option("perturbations", "str", help="Perturbation names or subsets, comma-separated (test, "
@@ -722,7 +722,8 @@ class ImageNetP(_SequenceBenchmark):
                              stride=self._max_stride(config, folder)))
         labels = self._labels(config)
         if labels is not None and len(labels) < n:
-            raise DataError(f"{config['labels']} has {len(labels)} labels, fewer than the {n} sequences of {folder}.npy.")
+            raise DataError(f"{config['labels']} has {len(labels)} labels, fewer than the {n} sequences of "
+                            f"{folder}.npy.")
         order = config_limit_order(config)
         labels = None if labels is None else labels[:n]
         keep = limit_positions([str(i) for i in range(n)], labels, config["limit"], order)

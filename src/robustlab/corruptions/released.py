@@ -83,7 +83,8 @@ def read_cifar_c(root: str | os.PathLike, corruption: str, severity: int, *,
     label_path = base / "labels.npy"
     if not label_path.is_file():
         raise DataError(f"CIFAR-10-C labels file {label_path} is missing.")
-    labels = as_integer_labels(load_npy(label_path, what="CIFAR-10-C labels file"), f"CIFAR-10-C labels file {label_path}")
+    labels = as_integer_labels(load_npy(label_path, what="CIFAR-10-C labels file"),
+                               f"CIFAR-10-C labels file {label_path}")
     if len(labels) != len(images):
         raise DataError(f"{label_path} has {len(labels)} labels but {path} has {len(images)} images.")
     n = len(images) // 5

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError, InputError, did_you_mean
-from ..fsutil import explain_os_error
+from ..fsutil import explain_os_error, not_a_folder
 from ..safeload import load_npy
 from .fingerprint import files_fingerprint
 from .folders import skipped_subfolders
@@ -304,7 +304,7 @@ def class_folders(root: str | os.PathLike) -> list[str]:
     """
     base = Path(root)
     if not base.is_dir():
-        raise DataError(f"dataset folder {base} does not exist or is not a folder; check the path.")
+        raise not_a_folder(base, "dataset folder")
     try:
         entries = list(os.scandir(base))
     except OSError as exc:

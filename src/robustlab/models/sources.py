@@ -306,7 +306,8 @@ def load_python(rest: str, options: dict[str, Any]) -> Model:
     model = wrap_model(built, name=f"python:{module_name}:{attr}", **options)
     # the factory's own code (and the local modules it imports) decides the model too, and so do
     # the files and environment variables the build read (robustlab.models.build_inputs)
-    model.source.update({"source": "python", "factory": f"{module_name}:{attr}", "code": code_identity(module.__name__)})
+    model.source.update({"source": "python", "factory": f"{module_name}:{attr}",
+                         "code": code_identity(module.__name__)})
     read = input_identity(inputs)
     if read:
         model.source["inputs"] = read
