@@ -21,16 +21,6 @@ from robustlab.safeload import load_cifar_batch
 
 from .helpers import SRC, assert_error, run_process
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
-
-
-@pytest.fixture
-def fifo(tmp_path):
-    path = tmp_path / "pipe.csv"
-    os.mkfifo(path)
-    return path
-
-
 @pytest.mark.parametrize("argv", [
     ("import-mmdet", "{fifo}"), ("import-mmdet", "/dev/zero"),
     ("show", "abc", "--reference-points", "{fifo}"), ("show", "abc", "--reference-points", "/dev/zero"),

@@ -6,18 +6,9 @@ reference CSV with wrong columns, empty or `;`-separated (test_probes_inputs.py)
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from .helpers import EVALUATE, assert_error, image_folder, run, run_process
-
-
-@pytest.fixture
-def fifo(tmp_path):
-    path = tmp_path / "pipe"
-    os.mkfifo(path)
-    return path
 
 
 @pytest.mark.parametrize("argv", [
