@@ -76,7 +76,7 @@ DETERMINISTIC = ("gaussian_blur", "defocus_blur", "zoom_blur", "brightness", "co
                  "jpeg_compression")
 SIZE = 224
 MARKER = re.compile(r"<!-- gpu-check:([a-z0-9-]+) -->")
-PENDING = "pending: `perf/gpu_check.py` has not run on a GPU yet"
+PENDING = "pending: `perf/gpu_check.py` has not run on a GPU since the code it measures changed"
 
 
 def say(text: str) -> None:

@@ -16,8 +16,10 @@ from typing import Optional
 import typer
 
 from . import __version__
-from .cli_options import EvaluateCommand
+from .cli_options import EvaluateCommand, hide_flag_types
 from .errors import RobustlabError, one_line_message
+
+hide_flag_types()
 
 #: Exit codes of every command (docs/errors.md): success; bad data or input (any robustlab
 #: error: a missing folder, an unreadable file, an unknown name, a full disk...); a command
@@ -101,13 +103,18 @@ def corrupt_command(
                                           "cifar10-c-bar or cifar10-c (from the CIFAR-10 test set: one uint8 "
                                           "array of 5 x 10,000 images per corruption, severity-major, and "
                                           "labels.npy)."),
+    keep_input_size: bool = typer.Option(False, "--keep-input-size", help="With --set imagenet-c-bar: corrupt an "
+                                         "image that is already 224x224 as it is. By default every image is "
+                                         "resized to 256 and centre-cropped to 224, as the reference scripts do "
+                                         "(which zooms a 224x224 image); the choice is recorded in "
+                                         "robustlab-corrupt.json."),
 ) -> None:
     """Write corrupted copies of a dataset in the ImageNet-C layout, or in a released set's own with --set
     (resumable; rerun to continue)."""
     from .corruptions import dataset
 
     settings = dataset.make_settings(corruptions, severities, seed=seed, profile=profile, format=fmt, quality=quality,
-                                     release=release)
+                                     release=release, keep_input_size=keep_input_size)
     try:
         if settings.release in dataset.ARRAY_LAYOUTS:
             from .corruptions import cifar_writer
@@ -297,6 +304,7 @@ def report_command(
     from .report import write_report
     from .store import open_store
 
+    _check_reference_points(reference_points)
     with open_store(store, must_exist=True) as st:
         path = write_report(st, out, fmt=fmt, runs=run, benchmarks=benchmark, title=title,
                             reference_points=reference_points, fit_on=fit_on)
@@ -311,7 +319,7 @@ app.add_typer(study_app, name="study")
 
 @study_app.command("adversarial")
 def study_adversarial_command(
-    config: Path = typer.Option(..., "--config", "-c", help="Study TOML (recipe, conditions, seeds, eps grid)."),
+    config: Path = typer.Option(..., "--config", help="Study TOML (recipe, conditions, seeds, eps grid)."),
     out: Path = typer.Option(Path("robustlab-study"), "--out", "-o", help="Output folder (checkpoints, table, report)."),
 ) -> None:
     """Train N seeds per condition with matched initial weights, measure R at checkpoints, compare (Welch)."""
@@ -449,9 +457,11 @@ def export_detection_command(
              context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 def evaluate_command(
     ctx: typer.Context,
-    model: str = typer.Option(..., "--model", "-m", help="torchvision:NAME[:WEIGHTS|:none], timm:NAME[:none], "
-                              "open_clip:ARCH:TAG|FILE (zero-shot), hf:ORG/NAME[@REV]|FOLDER, onnx:PATH or "
-                              "python:MODULE_OR_FILE.py:CALLABLE (`robustlab list models`)."),
+    model: str = typer.Option(..., "--model", "-m", help="A model spec: torchvision:NAME[:WEIGHTS|:none], "
+                              "timm:NAME[:none], open_clip:ARCH:TAG|FILE (zero-shot), hf:ORG/NAME[@REV]|FOLDER, "
+                              "onnx:PATH, python:MODULE_OR_FILE.py:CALLABLE, finetuned:FOLDER (robustlab finetune's "
+                              "output), results:FILE (detections computed elsewhere), demo:NAME (the bundled demo "
+                              "models); `robustlab list models` lists every source."),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="A registered benchmark (imagenet-c, corrupted, "
                                   "imagenet-p, adversarial-auc, coco-c, ...; a wrong name lists them all). With -b "
                                   "NAME, --help lists that benchmark's options."),
@@ -468,14 +478,17 @@ def evaluate_command(
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="Classes the model outputs."),
     wrap: Optional[str] = typer.Option(None, "--wrap", help="Preprocessing wrappers, comma-separated, first applied "
                                        "first: clahe, ten-crop, multi-scale (e.g. clahe,ten-crop)."),
-    option: Optional[list[str]] = typer.Option(None, "--option", "-o", help="A benchmark or executor option as "
-                                               "KEY=VALUE (repeatable), e.g. shard_size=1000."),
+    option: Optional[list[str]] = typer.Option(None, "--option", "-O", help="A benchmark or executor option as "
+                                               "KEY=VALUE (repeatable), e.g. -O shard_size=1000 (each also has its "
+                                               "own --flag, listed by -b NAME --help)."),
     executor: str = typer.Option("local", "--executor", "-e", help="A registered executor: local (worker processes "
                                  "on this machine) or ray (a Ray cluster). With -e NAME, --help lists its options."),
     tag: Optional[str] = typer.Option(None, "--tag", help="A name added to the run's identity (e.g. to evaluate "
                                       "changed data as a new run)."),
     fingerprint: str = typer.Option("stat", "--fingerprint", help="How stored units are tied to their data: stat "
-                                    "(paths, sizes, modification times) or content (file hashes)."),
+                                    "(paths, sizes, modification times: fast, but an image replaced by another of "
+                                    "the same size and modification time goes unseen, and the stored numbers of "
+                                    "the old image are used) or content (file hashes: slower, sees every change)."),
     max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Largest image decoded (width x height; "
                                              "default 178956970, Pillow's bomb limit); larger ones are skipped."),
     precision: str = typer.Option("fp32", "--precision", help="fp32, bf16 or fp16: the model runs under autocast "
@@ -497,12 +510,12 @@ def evaluate_command(
     `robustlab evaluate -b NAME --help`."""
     import json
 
-    from .cli_options import META_KEY, evaluate_schemas, extra_options, key_values
+    from .cli_options import META_KEY, evaluate_schemas, extra_options, key_values, merge_options
     from .engine import evaluate
     from .engine.options import preprocessing_from_args
 
     schemas = [schema for schema, _, _ in evaluate_schemas(benchmark, executor)]
-    options = {**extra_options(ctx.args), **ctx.meta.get(META_KEY, {}), **key_values(option, schemas)}
+    options = merge_options(extra_options(ctx.args), ctx.meta.get(META_KEY, {}), key_values(option, schemas))
     with _stdout_for_json(as_json) as out:  # under --json, stdout carries the document and nothing else
         try:
             result = evaluate(model, benchmark, data, store=store, batch_size=batch_size, device=device,
@@ -552,11 +565,11 @@ def runs_command(
     """List stored runs (id, status, benchmark, model, units done, dataset)."""
     import json
 
-    from .engine.listing import format_runs, runs_as_dicts
+    from .engine.listing import format_runs, runs_as_dicts, runs_of_model
     from .store import open_store
 
     with open_store(store, must_exist=True) as st:
-        records = st.list_runs(benchmark=benchmark, model=model)
+        records = runs_of_model(st.list_runs(benchmark=benchmark), model)
     typer.echo(json.dumps(runs_as_dicts(records), indent=2) if as_json else format_runs(records))
 
 
@@ -580,6 +593,7 @@ def show_command(
     undefined (a baseline within its sampling error) print n/a with the reason."""
     import json
 
+    _check_reference_points(reference_points)
     if run is None:
         run = _only_run(store, benchmark, model)
     elif benchmark is not None or model is not None:
@@ -632,9 +646,18 @@ def subtypes_command(
                f"{split.lists} lists ({len(split.train)} training, {len(split.seen)} seen test images from "
                f"{split.seen_from}, {len(split.unseen)} unseen; {split.ignored} folders in no list) in {dst}\nnext:\n"
                f"  robustlab finetune -m MODEL --data {dst / 'train.txt'} --classes subtypes25 -o FT\n"
-               f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -o imagenet_top1=<top-1 of MODEL>")
+               f"  robustlab evaluate -m finetuned:FT -b subtype-robustness -d {dst} -O imagenet_top1=<top-1 of MODEL>")
     if split.seen_from == "holdout":
         typer.echo(f"note: {HOLDOUT_WARNING}.", err=True)
+
+
+def _check_reference_points(path: Optional[Path]) -> None:
+    """A ``--reference-points`` file is read before anything else: a FIFO, a device, an empty or a
+    ``;``-separated file is an error at once (it was a hang, or silently no points)."""
+    if path is not None:
+        from .metrics.effective_robustness import reference_rows
+
+        reference_rows(path)
 
 
 def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[str]) -> str:
@@ -645,15 +668,20 @@ def _only_run(store: Optional[str], benchmark: Optional[str], model: Optional[st
 
     if benchmark is None and model is None:
         raise InputError("give a run id (see `robustlab runs`), or --benchmark and/or --model to pick one run.")
+    from .engine.listing import runs_of_model
+
     with open_store(store, must_exist=True) as st:
-        records = st.list_runs(benchmark=benchmark, model=model)
+        records = runs_of_model(st.list_runs(benchmark=benchmark), model)
     wanted = " and ".join(f"{k} {v}" for k, v in (("benchmark", benchmark), ("model", model)) if v)
     if not records:
         raise InputError(f"no stored run of {wanted}: see `robustlab runs` for the runs in this store.")
     if len(records) > 1:
-        listed = ", ".join(f"{r.id[:12]} ({r.benchmark}, {r.model})" for r in records[:10])
-        raise InputError(f"{len(records)} runs of {wanted}: {listed}. Give one run id, or narrow it with "
-                         "--benchmark / --model.")
+        from .engine.listing import ambiguous_runs_text
+
+        narrow = [flag for flag, given in (("--benchmark", benchmark), ("--model", model)) if given is None]
+        hint = f", or narrow it with {' / '.join(narrow)}" if narrow else ""
+        raise InputError(f"{len(records)} runs of {wanted}, which differ in their settings: "
+                         f"{ambiguous_runs_text(records)}. Give one run id{hint}.")
     return records[0].id
 
 
@@ -745,6 +773,25 @@ def _report(message: str, exc: BaseException | None) -> None:
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
 
 
+def _show_robustlab_warnings_as_lines() -> None:
+    """Print robustlab's own warnings (:class:`~robustlab.errors.RobustlabWarning`: a skipped plugin,
+    capped workers) as one line ``warning: ...`` on stderr (other warnings keep Python's format)."""
+    import warnings
+
+    from .errors import RobustlabWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if isinstance(category, type) and issubclass(category, RobustlabWarning):
+            typer.secho(f"warning: {message}", err=True, fg=typer.colors.YELLOW)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    if getattr(shown, "__name__", "") != "show":
+        warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command and exit with a documented code (docs/errors.md).
 
@@ -757,6 +804,7 @@ def main(argv: list[str] | None = None) -> None:
 
     interrupts.reset()
     interrupts.install()  # a Ctrl-C that a library swallows still ends the run as interrupted
+    _show_robustlab_warnings_as_lines()
     _cli_state["debug"] = os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes")
     code = EXIT_OK
     try:

@@ -65,6 +65,11 @@ def schema_parameters(schema: OptionSchema, panel: str | None, taken: set[str]) 
         flags = (option.long_flag, *option.flags)
         if option.name in taken or taken.intersection(flags):
             continue
+        if option.type == "bool":  # a flag with its negation: --clean / --no-clean
+            negative = "--no-" + option.long_flag[2:]
+            if negative in taken:
+                continue
+            flags = (f"{option.long_flag}/{negative}", *option.flags)
         params.append(inspect.Parameter(
             option.name, inspect.Parameter.KEYWORD_ONLY,
             default=typer.Option(None, *flags, help=option.describe(), rich_help_panel=panel, show_default=False,
@@ -96,6 +101,10 @@ def extra_options(args: Sequence[str]) -> dict[str, Any]:
         if not arg.startswith("-") or arg == "-":
             raise InputError(f"unexpected argument {arg!r}: options are given as --name value (see --help).")
         name, sep, value = arg.lstrip("-").partition("=")
+        if arg == "-o":
+            raise InputError("-o is not an option of evaluate (in robustlab's other commands it is --out, an output "
+                             "file): give a benchmark or executor option as -O KEY=VALUE (--option KEY=VALUE), e.g. "
+                             "-O shard_size=1000, or as its own flag (robustlab evaluate -b NAME --help).")
         if not sep:
             if i + 1 < len(args) and not args[i + 1].startswith("-"):
                 value, i = args[i + 1], i + 1
@@ -107,7 +116,7 @@ def extra_options(args: Sequence[str]) -> dict[str, Any]:
 
 
 def key_values(items: Iterable[str] | None, schemas: Sequence[OptionSchema]) -> dict[str, Any]:
-    """``-o KEY=VALUE`` items as values: typed by the schema that declares ``KEY`` (the first of
+    """``-O KEY=VALUE`` items as values: typed by the schema that declares ``KEY`` (the first of
     ``schemas``), else read as JSON when it parses (the option is then refused by name)."""
     from .engine.options import parse_key_values
 
@@ -120,6 +129,20 @@ def key_values(items: Iterable[str] | None, schemas: Sequence[OptionSchema]) -> 
             out.update(parse_key_values([item]))
         else:
             out[name] = declared.parse_text(text)
+    return out
+
+
+def merge_options(*given: dict[str, Any]) -> dict[str, Any]:
+    """The options given as flags (``--seed 2``) and as ``-O KEY=VALUE``, merged; one given both
+    ways with different values is an InputError naming both (before, ``-O`` silently won)."""
+    out: dict[str, Any] = {}
+    for source in given:
+        for key, value in source.items():
+            if key in out and out[key] != value and value is not None and out[key] is not None:
+                flag = "--" + key.replace("_", "-")
+                raise InputError(f"{key} is given twice with different values ({flag} {out[key]!r} and -O "
+                                 f"{key}={value!r}); give it once.")
+            out[key] = value if value is not None else out.get(key)
     return out
 
 
@@ -173,3 +196,19 @@ def evaluate_schemas(benchmark: str | None, executor: str | None) -> list[tuple[
             except RobustlabError:  # a plugin that fails to import: evaluate reports it
                 pass
     return found
+
+
+def hide_flag_types() -> None:
+    """``--help`` shows no ``<bool>`` after a flag (``--json``, ``--clean/--no-clean``): a flag takes
+    no value, and typer's rich help otherwise prints its Python type as if it did."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "robustlab_flags_hidden", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if getattr(self, "is_flag", False) and not getattr(self, "count", False) else shown(self, ctx)
+
+    display_type_rich.robustlab_flags_hidden = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]

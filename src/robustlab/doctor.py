@@ -248,11 +248,11 @@ def run_doctor(*, self_check: bool = True) -> DoctorReport:
     report.checks += _stack_checks()
     if self_check:
         meta, arrays = _load_golden()
-        for check in (lambda: _corruption_check(meta, arrays), lambda: _codec_check(meta), _store_check):
+        for name, check in (("corruptions", lambda: _corruption_check(meta, arrays)),
+                            ("codec", lambda: _codec_check(meta)), ("store", _store_check)):
             try:
                 report.checks.append(check())
-            except Exception as exc:  # a check that crashes is a failed check, named, not a traceback
-                report.checks.append(Check("self-check", getattr(check, "__name__", "check").strip("_"), "fail",
-                                           f"{type(exc).__name__}: {exc}"))
+            except Exception as exc:  # a check that crashes is a failed check, named as when it runs, not a traceback
+                report.checks.append(Check("self-check", name, "fail", f"{type(exc).__name__}: {exc}"))
     report.checks += _device_checks()
     return report

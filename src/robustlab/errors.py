@@ -30,6 +30,11 @@ class OfflineError(RobustlabError):
     """Something had to be downloaded and the network is not reachable."""
 
 
+class RobustlabWarning(UserWarning):
+    """Something a command did differently from what it was asked, and says so (a skipped plugin,
+    a worker count capped at the CPUs): the command line prints it as one ``warning: ...`` line."""
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ' Did you mean 'x'?' for the closest choice, or '' when none is close."""
     close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.6)

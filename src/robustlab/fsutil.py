@@ -127,6 +127,7 @@ def read_json(path: str | os.PathLike, *, fix: str = "") -> Any:
 
     p = Path(path)
     hint = f" {fix}" if fix else ""
+    check_input_file(p, "JSON file")
     try:
         raw = p.read_bytes()
         if p.suffix == ".gz":
@@ -155,6 +156,8 @@ def read_jsonl(path: str | os.PathLike, *, what: str = "file", item: str = "one 
         not valid JSON (naming the line and column; ``item``: what each line must be).
     """
     p = Path(path)
+    if data is None:
+        check_input_file(p, what)
     try:
         text = (p.read_bytes() if data is None else data).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -245,6 +248,41 @@ def open_regular(path: str | os.PathLike, what: str = "file"):
         raise DataError(f"{path} is a {kind}, not a regular file ({what}s must be regular files: reading a "
                         f"{kind} could block or never end). Remove it from the data folder.")
     return os.fdopen(fd, "rb")
+def check_input_file(path: str | os.PathLike, what: str = "file", *, max_bytes: int | None = None) -> Path:
+    """``path`` when it is a regular file a command may read whole (following links), before it
+    is opened; else a :class:`DataError` that says what it is instead. A FIFO given on the command
+    line would block the reader forever and ``/dev/zero`` would be read until memory runs out, so
+    both are refused unopened, by kind ("is a FIFO (named pipe), not a regular file"), never called
+    missing. ``max_bytes``: the largest file accepted (None: any)."""
+    p = Path(path).expanduser()
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise DataError(f"{what} {p} does not exist; check the path.") from None
+    except OSError as exc:
+        raise DataError(explain_os_error(exc, p, f"read the {what}")) from None
+    kind = special_file_kind(st.st_mode)
+    if kind is not None:
+        raise DataError(f"{what} {p} is a {kind}, not a regular file (reading a {kind} could block or never end); "
+                        "give a regular file.")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise DataError(f"{what} {p} is {st.st_size:,} bytes, more than the {max_bytes:,} such a file can be; "
+                        "check that this is the right file.")
+    return p
+
+
+def not_a_folder(path: str | os.PathLike, what: str = "folder", fix: str = "check the path") -> DataError:
+    """The error for ``path`` given where a folder is needed, saying what it is instead: missing,
+    a file, or a FIFO, socket or device (never "missing" for those), with ``fix``."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return DataError(f"{what} {p} does not exist; {fix}.")
+    except OSError as exc:
+        return DataError(explain_os_error(exc, p, f"open the {what}"))
+    kind = special_file_kind(st.st_mode)
+    return DataError(f"{what} {p} is a {kind or 'file'}, not a folder; {fix}.")
 
 
 def require_regular_file(path: str | os.PathLike, what: str = "file") -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from .errors import DataError
 from .fsutil import explain_os_error
 
-__all__ = ["load_checkpoint", "load_cifar_batch", "load_npy"]
+__all__ = ["as_integer_labels", "load_checkpoint", "load_cifar_batch", "load_npy"]
 
 
 def load_checkpoint(path: str | os.PathLike, *, what: str = "checkpoint", map_location: Any = "cpu",
@@ -213,9 +213,43 @@ def load_cifar_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     data, labels = batch.get(b"data", batch.get("data")), batch.get(b"labels", batch.get("labels"))
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
         raise DataError(f"{what} {p} has no uint8 (N, 3072) 'data' array (CIFAR-10's rows of 32x32 RGB planes).")
-    labels = np.asarray(labels if labels is not None else [], dtype=np.int64).reshape(-1)
+    labels = as_integer_labels(labels if labels is not None else [], f"the 'labels' of {what} {p}")
     if len(labels) != len(data):
         raise DataError(f"{what} {p} has {len(data)} images but {len(labels)} labels.")
     if labels.size and (labels.min() < 0 or labels.max() > 9):
         raise DataError(f"{what} {p} has labels outside 0..9: it is not a CIFAR-10 batch.")
     return np.ascontiguousarray(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)), labels
+
+
+def as_integer_labels(values: Any, what: str) -> np.ndarray:
+    """Class labels as int64 (N,), refusing what is not a list of whole numbers instead of
+    truncating it (``2.7`` is not class 2).
+
+    Whole-valued floats (``2.0``) are accepted; fractions, NaN, booleans, text, a dict and other
+    objects are a DataError naming ``what``.
+
+    >>> as_integer_labels([0, 2.0, 9], "labels").tolist()
+    [0, 2, 9]
+    >>> as_integer_labels([0, 2.7], "labels")
+    Traceback (most recent call last):
+    ...
+    robustlab.errors.DataError: labels must be whole class indices; 1 of 2 are not (e.g. 2.7 at position 1): they would be truncated to other classes. Write the labels as integers.
+    """
+    if isinstance(values, (dict, str, bytes)) or not isinstance(values, (list, tuple, np.ndarray)):
+        raise DataError(f"{what} must be a list or array of class indices (integers); it is a "
+                        f"{type(values).__name__}.")
+    try:
+        array = np.asarray(values).reshape(-1)
+    except (ValueError, TypeError):
+        array = np.asarray([None])
+    if array.dtype.kind in "iu":
+        return array.astype(np.int64)
+    if array.dtype.kind != "f" or array.dtype == np.bool_:
+        kinds = sorted({type(v).__name__ for v in array.tolist()}) if array.size else [str(array.dtype)]
+        raise DataError(f"{what} must be class indices (integers); they hold {', '.join(kinds)} values.")
+    bad = np.flatnonzero(~np.isfinite(array) | (array != np.round(array)))
+    if bad.size:
+        raise DataError(f"{what} must be whole class indices; {bad.size} of {array.size} are not (e.g. "
+                        f"{array[bad[0]].item()!r} at position {int(bad[0])}): they would be truncated to other classes. "
+                        "Write the labels as integers.")
+    return array.astype(np.int64)

@@ -43,7 +43,7 @@ def test_read_json_names_the_file_and_the_fix(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(DataError, match=r"bad.json is not valid JSON .* Delete it\.$"):
         read_json(bad, fix="Delete it.")
-    with pytest.raises(DataError, match="cannot read .*missing.json"):
+    with pytest.raises(DataError, match="JSON file .*missing.json does not exist; check the path"):
         read_json(tmp_path / "missing.json")
     binary = tmp_path / "binary.json"
     binary.write_bytes(b"\xff\xfe\x00")

@@ -8,6 +8,8 @@ import torch
 
 import robustlab
 from robustlab.attacks import epsilon_sweep
+from robustlab.data.arrays import ArrayDatasetSamples
+from robustlab.data.classification import limit_samples
 from robustlab.data.standins import digits_dataset
 from robustlab.errors import InputError, ModelError
 from robustlab.metrics import robustness_auc
@@ -38,8 +40,11 @@ def run(model, tmp_path, **kw):
 
 def test_metrics_equal_a_direct_sweep_and_r(trained_lenet, tmp_path):
     result = run(trained_lenet, tmp_path)
-    x, y = digits_dataset(32, split="test").tensors()
-    direct = epsilon_sweep(trained_lenet, (x[:96], y[:96]), GRID)
+    test_set = digits_dataset(32, split="test")
+    x, y = test_set.tensors()
+    kept = list(limit_samples(ArrayDatasetSamples(test_set), 96).positions)  # --limit 96: balanced over classes
+    assert np.bincount(y[kept].numpy()).min() >= 9
+    direct = epsilon_sweep(trained_lenet, (x[kept], y[kept]), GRID)
     table = {(m, s): v for m, s, v in result.metrics}
     acc = [table[("accuracy", f"fgsm/linf/{e:g}")] for e in GRID]
     np.testing.assert_allclose(acc, direct.accuracy)

@@ -143,8 +143,8 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path):
     store = tmp_path / "store"
     cmd = [sys.executable, "-m", "robustlab", "evaluate", "--model", f"python:{TINY_MODELS}:make_slow_channel1000",
            "--benchmark", "imagenet-c", "--data", str(data), "--store", str(store), "--workers", "2",
-           "--batch-size", "2", "--no-progress", "--json", "-o", "on_the_fly=true", "-o", "classes_per_unit=1",
-           "-o", "corruptions=gaussian_noise,fog", "-o", "severities=1,4"]
+           "--batch-size", "2", "--no-progress", "--json", "-O", "on_the_fly=true", "-O", "classes_per_unit=1",
+           "-O", "corruptions=gaussian_noise,fog", "-O", "severities=1,4"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline, done = time.time() + 180, 0
     try:

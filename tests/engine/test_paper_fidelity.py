@@ -204,7 +204,7 @@ def test_perturbed_fr_on_own_data_is_labelled_and_baseline_run_comes_from_the_cl
     model.write_text("from test_paper_fidelity import Pixel\ndef make():\n    return Pixel(0.3)\n")
     args = ["evaluate", "--model", f"python:{model}:make", "--benchmark", "perturbed", "--data", str(colours),
             "--store", str(store), "--workers", "0", "--no-progress", "--class-map", "sorted",
-            "-o", "perturbations=rotate", "-o", "strides=[1]"]
+            "-O", "perturbations=rotate", "-O", "strides=[1]"]
     res = CliRunner().invoke(app, args + ["--baseline-run", "self"])
     assert res.exit_code == 0, res.output
     assert "normalised by this run itself" in res.output and LABEL not in res.output

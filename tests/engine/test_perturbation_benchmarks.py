@@ -268,7 +268,7 @@ def test_cli_evaluate_imagenet_p(tmp_path):
     write_sequence(tmp_path / "d" / "scale" / WNIDS[2] / "v.npy", frames)
     args = ["evaluate", "--model", f"python:{TINY_MODELS}:make_channel1000", "--benchmark", "imagenet-p",
             "--data", str(tmp_path / "d"), "--store", str(tmp_path / "store"), "--workers", "0", "--no-progress",
-            "-o", "strides=[1]"]
+            "-O", "strides=[1]"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert re.search(r"^scale\s+1\s+100\.00\s", result.output, re.M), result.output  # difficulty 1, FP 100%

@@ -46,8 +46,13 @@ def test_log_lines_say_units_samples_rate_and_eta():
     with LogProgress("corrupted 3f2a1b", interval=0.05, stream=out) as p:
         for _ in range(4):
             p.add_samples(100)
-        assert "0/4+ units" in p.line() and "ETA unknown" in p.line()  # nothing done yet: no rate
+        assert "0/4+ units" in p.line() and "ETA when every unit is listed" in p.line()
+        p.advance(50)
+        time.sleep(0.05)
+        listing = p.line()  # units still being listed: no percentage, no ETA (issue 37: "53 % ... ETA at least 13 s"
+        assert "50 samples done" in listing and "%" not in listing and "ETA when every unit is listed" in listing
         p.set_units_total(4)
+        p.samples_done = 0
         p.advance(100)
         p.unit_done()
         time.sleep(0.2)
@@ -57,6 +62,15 @@ def test_log_lines_say_units_samples_rate_and_eta():
     assert len(lines) >= 2  # periodic lines, then the last one
     assert lines[-1].startswith("corrupted 3f2a1b: done, 1/4 units, 100/400 samples (25 %) in ")
     assert duration_text(125) == "2 min 05 s" and duration_text(3725) == "1 h 02 min"
+
+
+def test_the_bar_has_no_total_until_every_unit_is_listed():
+    bar = RunProgress("corrupted", enabled=False)
+    bar.add_samples(100)
+    bar.add_samples(100)
+    assert bar.known_total() is None and "[0/2+ units]" in bar._label()  # no percentage, no ETA
+    bar.set_units_total(2)
+    assert bar.known_total() == 200 and "[0/2 units]" in bar._label()
 
 
 def test_evaluate_redirected_to_a_file_prints_log_lines(tmp_path):

@@ -62,7 +62,7 @@ def reference(data, tmp_path_factory):
 def driver(data: Path, store, *extra: str, factory: str = "make_slow_channel3") -> list[str]:
     return [sys.executable, "-m", "robustlab.cli", "evaluate", "--model", f"python:{TINY}:{factory}",
             "--benchmark", "corrupted", "--data", str(data), "--store", str(store), "--corruptions", "fog,contrast",
-            "--severities", "1-2", "--class-map", "sorted", "--batch-size", "2", "-o", "shard_size=3",
+            "--severities", "1-2", "--class-map", "sorted", "--batch-size", "2", "-O", "shard_size=3",
             "--executor", "ray", "--no-progress", "--json", *extra]
 
 

@@ -111,7 +111,7 @@ def cli(*args: str, store: Path) -> list[str]:
 
 
 SLOW = ["--model", f"python:{TINY}:make_slow_channel10", "--benchmark", "corrupted", "--corruptions", "fog,contrast",
-        "--severities", "1-2", "--class-map", "sorted", "--batch-size", "2", "-o", "shard_size=4"]
+        "--severities", "1-2", "--class-map", "sorted", "--batch-size", "2", "-O", "shard_size=4"]
 
 
 def ray_processes(title: str) -> list[int]:

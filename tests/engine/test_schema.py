@@ -112,7 +112,7 @@ def test_the_cli_refuses_an_unknown_option_with_a_suggestion_from_the_schema(tmp
     assert isinstance(result.exception, InputError), result.output
     assert "does not take the option perturbation. Did you mean 'perturbations'" in str(result.exception)
     typed = RUNNER.invoke(app, ["evaluate", "-m", "python:x.py:f", "-b", "perturbed", "-d", str(tmp_path),
-                                "--store", str(tmp_path / "s"), "-o", "difficulty=two", "--no-progress"])
+                                "--store", str(tmp_path / "s"), "-O", "difficulty=two", "--no-progress"])
     assert "must be an integer" in str(typed.exception)
 
 

@@ -78,7 +78,7 @@ def test_a_run_stopped_by_an_error_reads_failed_and_holds_nothing(labelled_root,
 def driver(data: Path, store: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "robustlab.cli", "evaluate", "--model", f"python:{TINY}:make_slow_channel3",
             "--benchmark", "corrupted", "--data", str(data), "--store", str(store), "--corruptions", "fog,contrast",
-            "--severities", "1-2", "--class-map", "sorted", "--batch-size", "2", "-o", "shard_size=3",
+            "--severities", "1-2", "--class-map", "sorted", "--batch-size", "2", "-O", "shard_size=3",
             "--workers", "0", "--no-progress", "--json", *extra]
 
 

@@ -96,7 +96,7 @@ def test_reference_points_simple_and_testbed_layouts(tmp_path):
 
 
 def test_reference_point_errors_name_the_problem(tmp_path):
-    with pytest.raises(DataError, match="cannot read reference points"):
+    with pytest.raises(DataError, match="reference points file .*missing.csv does not exist"):
         read_reference_points(tmp_path / "missing.csv")
     bad = tmp_path / "bad.csv"
     bad.write_text("model,val,imagenet-a\nm,80,10\n")

@@ -94,7 +94,7 @@ def test_truncated_and_missing_files_are_data_errors(tmp_path):
     path.write_bytes(COCO_PKL.read_bytes()[:500])
     with pytest.raises(DataError, match="not a readable pickle"):
         read_mmdet_robustness_results(path)
-    with pytest.raises(DataError, match="cannot read"):
+    with pytest.raises(DataError, match="absent.pkl does not exist"):
         read_mmdet_robustness_results(tmp_path / "absent.pkl")
 
 

@@ -84,22 +84,23 @@ def test_unknown_part_and_missing_cuda_are_clear_errors():
 def test_render_rewrites_marked_cells_and_says_pending_without_a_gpu_record(tmp_path):
     gpu = load_script()
     page = ("| harness | figure | target |\n|---|---|---|\n"
-            "| on the fly | old text <!-- gpu-check:on-the-fly --> | ≥ 80 % |\n"
+            "| on the fly | old text <!-- gpu-check:engine-on-the-fly --> | ≥ 80 % |\n"
             "| parity | x <!-- gpu-check:torch-parity --> | - |\n")
     pending = gpu.render_text(page, None)
     assert pending.count(gpu.PENDING) == 2 and "old text" not in pending
     assert gpu.render_text(pending, None) == pending  # idempotent
     cpu = {"device": "cpu", "environment": {}, "parts": {}}
     assert gpu.render_text(page, cpu).count(gpu.PENDING) == 2  # a CPU smoke run never fills GPU rows
+    fly = {"fp32": {"on_the_fly_torch": {"fraction_of_model_alone": 0.91, "images_per_s": 6710.0}},
+           "bf16": {"on_the_fly_torch": {"fraction_of_model_alone": 0.62, "images_per_s": 12345.0}}}
     record = {"device": "cuda", "environment": {"gpu": "NVIDIA H200"}, "parts": {
-        "on_the_fly": {"status": "ok", "batch": 256, "backends": {"torch": {"fraction_of_clean": 0.91},
-                                                                  "numpy": {"fraction_of_clean": 0.62}}},
+        "engine": {"status": "ok", "batch": 256, "precisions": fly},
         "torch_parity": {"status": "ok", "ok": 19, "of": 19, "draws": 32, "inconclusive": 0, "outside": 0,
                          "corruptions": {"fog": {"kind": "random", "worst": 0.031},
                                          "pixelate": {"kind": "deterministic", "worst": 0.4}}}}}
     done = gpu.render_text(page, record)
-    assert ("| 91 % (torch) / 62 % (numpy) of clean evaluation through the engine on NVIDIA H200, ResNet-50 at batch 256 "
-            "<!-- gpu-check:on-the-fly --> |") in done
+    assert ("| 91 % (fp32, 6,710 img/s) / 62 % (bf16, 12,345 img/s) of the model alone on NVIDIA H200, ResNet-50 at "
+            "batch 256 <!-- gpu-check:engine-on-the-fly --> |") in done
     assert r"19 of 19 within bounds on NVIDIA H200 (deterministic mean \|diff\| ≤ 0.40; random strength gap ≤ 3.1 %" in done
     import re
 

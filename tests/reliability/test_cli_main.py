@@ -126,5 +126,5 @@ def test_ctrl_c_exits_130_and_keeps_finished_outputs(tmp_path):
 def test_messages_name_only_options_that_exist(tmp_path):
     """A message advised `--eps`, which no command has (fails on the old code)."""
     line = assert_error(run("evaluate", "--model", "python:x.py:f", "--benchmark", "adversarial-auc", "--data",
-                            tmp_path, "--store", tmp_path / "s", "-c", "fog", "--no-progress"), "-o eps=")
+                            tmp_path, "--store", tmp_path / "s", "-c", "fog", "--no-progress"), "-O eps=")
     assert "--eps" not in line

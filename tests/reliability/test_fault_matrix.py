@@ -108,7 +108,7 @@ def _units_done(store: Path) -> Callable[[], int]:
 def _evaluate(data: Path, store: Path, *extra) -> list:
     return ["evaluate", "--model", f"python:{MODELS}:make_slow_two_class", "--resize", "32", "--crop", "32",
             "--benchmark", "corrupted", "--data", data, "--store", store, "-c", "fog,brightness", "-s", "1-3",
-            "--workers", "1", "--batch-size", "4", "-o", "shard_size=4", "--no-progress", "--json", *extra]
+            "--workers", "1", "--batch-size", "4", "-O", "shard_size=4", "--no-progress", "--json", *extra]
 
 
 def _predictions(store: Path, run_id: str) -> dict:

@@ -291,6 +291,6 @@ def test_imagenet_p_takes_the_setting_perturb_recorded(tmp_path):
     out = json.loads(result.out)
     assert out["config"]["setting"] == "cifar"
     assert not any(m["name"] == "flip_rate" for m in out["metrics"])
-    explicit = run(*args, "-o", "setting=imagenet", "--json")  # an explicit choice is followed
+    explicit = run(*args, "-O", "setting=imagenet", "--json")  # an explicit choice is followed
     assert_ok(explicit)
     assert json.loads(explicit.out)["config"]["setting"] == "imagenet"

@@ -102,7 +102,7 @@ def test_eps_is_a_sorted_list_of_fractions(tmp_path, eps, message):
     """eps=0.5 was a TypeError traceback, exit 3 (fails on the old code)."""
     data = image_folder(tmp_path / "data", per_class=2)
     argv = [*EVALUATE, "--benchmark", "adversarial-auc", "--data", data, "--store", tmp_path / "store",
-            "-o", f"eps={eps}"]
+            "-O", f"eps={eps}"]
     result = run(*argv)
     if message is None:
         assert_ok(result)

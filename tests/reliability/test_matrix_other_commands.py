@@ -33,7 +33,7 @@ class _RunsCode:
 
 
 def test_import_mmdet_bad_files(tmp_path):
-    assert_error(run("import-mmdet", tmp_path / "nope.pkl"), "No such file")
+    assert_error(run("import-mmdet", tmp_path / "nope.pkl"), "nope.pkl does not exist")
     (tmp_path / "text.pkl").write_text("not a pickle\n")
     assert_error(run("import-mmdet", tmp_path / "text.pkl"), "not a readable pickle")
     (tmp_path / "cut.pkl").write_bytes(COCO_RESULTS.read_bytes()[:300])

@@ -117,6 +117,9 @@ CASES: dict[str, Case] = {
     "normalised_term": Case(M.normalised_term, [Arg("fog"), Arg(0.5, "real"), Arg(0.6, "real"), Arg(0.01, "nonneg")]),
     # effective robustness
     "fit_trend": Case(M.fit_trend, [Arg([0.5, 0.6, 0.7, 0.8], "fraction"), Arg([0.3, 0.42, 0.5, 0.66], "fraction")]),
+    "effective_robustness": Case(lambda original, shifted: M.effective_robustness(
+        M.fit_trend([0.5, 0.6, 0.7, 0.8], [0.3, 0.42, 0.5, 0.66]), original, shifted),
+        [Arg(0.65, "fraction"), Arg(0.5, "fraction")]),
     # stability
     "flip_rate_terms": Case(M.flip_rate_terms, [Arg({p: 0.1 for p in T}, "fraction")]),
     "top5_distance_rate_terms": Case(M.top5_distance_rate_terms, [Arg({p: 2.0 for p in T}, "t5d")]),

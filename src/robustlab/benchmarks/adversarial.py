@@ -32,7 +32,9 @@ from ..metrics.stats import clopper_pearson
 from ..seeding import derive_seed
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Batch
-from ..engine.options import CLASS_MAP, LIMIT, check_positive, class_map_config, seed_option, shard_size_option
+from ..data.limits import config_limit_order
+from ..engine.options import (CLASS_MAP, LIMIT, LIMIT_ORDER, check_positive, class_map_config, limit_config,
+                              seed_option, shard_size_option)
 from ..engine.schema import Option
 
 NAMED_SETS = ("digits", "textures", "mnist", "cifar10")
@@ -108,17 +110,17 @@ class AdversarialAUC(Benchmark):
         Option("eps1", "float", help="Upper end of R's interval (default: the grid's last strength)."),
         Option("split", "str", "test", help="Split of a named set (digits, textures, mnist, cifar10): test or train."),
         Option("data_root", "path", "~/.robustlab/data", help="Where named sets are downloaded."),
-        CLASS_MAP, LIMIT, shard_size_option(1000),
+        CLASS_MAP, LIMIT, LIMIT_ORDER, shard_size_option(1000),
     )
     option_hints = {key: "adversarial-auc takes attack strengths, not corruptions or severities: give "
-                         "-o eps=0,0.0125,0.025 (and -o attack=fgsm or pgd) instead of -c/-s."
+                         "-O eps=0,0.0125,0.025 (and -O attack=fgsm or pgd) instead of -c/-s."
                     for key in ("corruptions", "severities")}
 
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
 
     def configure(self, data: str, *, eps, attack, norm, steps, rel_step_size, nested, random_start, seed, eps0,
-                  eps1, split, data_root, class_map, limit, shard_size) -> dict[str, Any]:
+                  eps1, split, data_root, class_map, limit, limit_order, shard_size) -> dict[str, Any]:
         takes = get_attack(attack).settings
         if norm not in NORMS:
             raise unknown_name("norm", norm, NORMS)
@@ -139,26 +141,32 @@ class AdversarialAUC(Benchmark):
             "random_start": bool(random_start) if "random_start" in takes else None, "seed": int(seed),
             "eps0": float(eps0) if eps0 is not None else grid[0], "eps1": float(eps1) if eps1 is not None else grid[-1],
             "class_map": None if named else class_map_config(class_map),
-            "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
+            **limit_config(limit, limit_order), "shard_size": check_positive("shard_size", shard_size),
         }
         if nested not in (False, None, "false", "False", "0", 0):
             if "nested" not in takes:
-                raise InputError("nested applies to PGD only (-o attack=pgd -o nested=true).")
+                raise InputError("nested applies to PGD only (-O attack=pgd -O nested=true).")
             config["nested"] = True  # only when set: runs made before the option keep their identity
-        config["num_classes"] = len(self._base(config).classes)
+        base = self._base(config)
+        config["num_classes"] = len(base.classes)
+        if config["limit"]:
+            config.update(limit_config(limit, limit_order, base))
         return config
 
     def _base(self, config: Mapping[str, Any]):
-        key = f"{config['data']}|{config['split']}|{config['limit']}|{config.get('class_map')}"
+        order = config_limit_order(config)
+        key = f"{config['data']}|{config['split']}|{config['limit']}|{order}|{config.get('class_map')}"
         if key not in self._cache:
             if config["named"]:
+                from ..data.classification import limit_samples
+
                 samples = ArrayDatasetSamples(_named_dataset(config["data"], config["split"], config["data_root"]))
+                samples = limit_samples(samples, config["limit"], order)
             else:
                 from ..data.classification import read_image_folder
 
-                samples = read_image_folder(config["data"], config["class_map"], limit=config["limit"])
-            if config["limit"]:
-                samples = samples.subset(0, config["limit"])
+                samples = read_image_folder(config["data"], config["class_map"], limit=config["limit"],
+                                            limit_order=order)
             self._cache[key] = samples
         return self._cache[key]
 
@@ -239,13 +247,13 @@ class AdversarialAUC(Benchmark):
             where = (f"{config['attack'].upper()} accuracy is not monotone in eps: it climbs back from {100 * a_low:.1f} % "
                      f"at eps {e_low:g} to {100 * a_high:.1f} % at eps {e_high:g}")
             if config["attack"] == "pgd":
-                notes.append(f"{where}: the attack is not converging; use more steps (-o steps=40).")
+                notes.append(f"{where}: the attack is not converging; use more steps (-O steps=40).")
             else:
                 notes.append(f"{where}. A stronger attack never does worse at a larger eps, so this is the attack "
                              "failing, not the model resisting: FGSM's single step overshoots at large eps, the usual "
                              "sign of gradient masking (or label leaking when the model was trained on FGSM "
                              "examples). R counts the climb as robustness and overstates it; compare R with PGD "
-                             "beside it (the same command with -o attack=pgd).")
+                             "beside it (the same command with -O attack=pgd).")
         return notes
 
     def text(self, config, summary, metrics) -> list[str]:

@@ -37,17 +37,19 @@ from ..metrics.corruption import (
     N_SEVERITIES,
     CorruptionBaseline,
     corruption_error_terms,
+    flat_error,
     get_corruption_baseline,
     relative_ce_terms,
 )
 from ..metrics.ratios import mean_of_defined
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.records import Sample, sample_id
+from ..data.limits import config_limit_order
 from ..data.releases.consistency import check_released_settings, layout_notes, layout_summary, record_array_subset
 from ..engine.options import (ALLOW_INCOMPLETE, BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN,
-                              CORRUPTIONS, LIMIT,
-                              PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
-                              class_map_config, seed_option, shard_size_option)
+                              CORRUPTIONS, LIMIT, LIMIT_ORDER, PROFILE, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option,
+                              check_positive, check_seed, class_map_config, limit_config, seed_option,
+                              shard_size_option)
 from ..engine.schema import Option
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
 
@@ -62,11 +64,33 @@ CORRUPTION_BACKENDS = ("numpy", "torch")
 IMAGENET_C_SIZE = (256, 224)
 
 
-def imagenet_c_geometry():
-    """A picklable uint8 HxWx3 -> 224x224 function: ImageNet-C's resize and centre crop."""
-    from ..models.preprocessing import Geometry, Preprocessing
+def imagenet_c_geometry(keep_input_size: bool = False):
+    """A picklable uint8 HxWx3 -> 224x224 function: ImageNet-C's resize and centre crop, applied to
+    every image as make_imagenet_c.py does (``keep_input_size``: a 224x224 image passes through;
+    see :class:`robustlab.corruptions.dataset.ReferenceGeometry`)."""
+    from ..corruptions.dataset import ReferenceGeometry
 
-    return Geometry(Preprocessing(resize=IMAGENET_C_SIZE[0], crop=IMAGENET_C_SIZE[1], interpolation="bilinear"))
+    return ReferenceGeometry(*IMAGENET_C_SIZE, keep_input_size=keep_input_size)
+
+
+#: ``keep_input_size`` of the benchmarks that make ImageNet-C(-bar) in memory (see
+#: :class:`robustlab.corruptions.dataset.ReferenceGeometry`).
+KEEP_INPUT_SIZE = Option("keep_input_size", "bool", False, help="With --on-the-fly: corrupt a clean image that is "
+                         "already 224x224 as it is, instead of the reference's resize 256 + centre crop 224 of every "
+                         "image (recorded in the run).")
+
+
+def check_keep_input_size(keep_input_size: Any, on_the_fly: Any) -> None:
+    """``keep_input_size`` only with ``on_the_fly`` (released files are already 224x224 crops)."""
+    if keep_input_size and not on_the_fly:
+        raise InputError("keep_input_size applies to --on-the-fly evaluation from clean images; the released files "
+                         "are already 224x224 (add --on-the-fly, or leave it out).")
+
+
+def keep_input_size_config(keep_input_size: Any) -> dict[str, Any]:
+    """The config entry of ``keep_input_size``: only when set (runs that follow the reference keep
+    the config, and so the run id, they always had)."""
+    return {"keep_input_size": True} if keep_input_size else {}
 
 
 def check_corruption_backend(backend: str) -> str:
@@ -156,22 +180,25 @@ def corruption_unit_samples(config: Mapping[str, Any], unit: Unit, listings: dic
     ``listings`` (a run's dict) keeps each folder block's listing, which every setting reads."""
     if config["layout"] == "cifar":
         if unit.setting == CLEAN:  # the CIFAR-10 test set given as --clean-data
-            samples = read_cifar_test(config["clean_data"], limit=config["limit"])
+            samples = read_cifar_test(config["clean_data"], limit=config["limit"],
+                                      limit_order=config_limit_order(config))
         else:
             c, s = unit.setting.split("/")
-            samples = read_cifar_c(config["data"], c, int(s), limit=config["limit"])
+            samples = read_cifar_c(config["data"], c, int(s), limit=config["limit"],
+                                   limit_order=config_limit_order(config))
         return samples.subset(unit.params["start"], unit.params["stop"])
-    key = json.dumps([unit.params["folder"], config["class_map"], unit.params["classes"], config["limit"]])
+    limit_order = config_limit_order(config)
+    key = json.dumps([unit.params["folder"], config["class_map"], unit.params["classes"], config["limit"], limit_order])
     images = None if listings is None else listings.get(key)
     if images is None:
         images = read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                                   limit=config["limit"])
+                                   limit=config["limit"], limit_order=limit_order)
         if listings is not None and config["layout"] == "on-the-fly":
             listings.clear()  # one block at a time: the units of a block come together
             listings[key] = images
     if config["layout"] != "on-the-fly":
         return images
-    images = PreparedSamples(images, imagenet_c_geometry())
+    images = PreparedSamples(images, imagenet_c_geometry(bool(config.get("keep_input_size"))))
     if unit.setting == CLEAN:
         return images
     c, s = unit.setting.split("/")
@@ -197,9 +224,11 @@ def cifar_units(config: Mapping[str, Any], settings: Iterable[str], root: Path) 
     sizes = {}
     for setting in settings:
         c, s = setting.split("/")
-        sizes[setting] = len(read_cifar_c(root, c, int(s), limit=config["limit"]))
+        sizes[setting] = len(read_cifar_c(root, c, int(s), limit=config["limit"],
+                                          limit_order=config_limit_order(config)))
     if config.get("clean_data"):
-        sizes[CLEAN] = len(read_cifar_test(config["clean_data"], limit=config["limit"]))
+        sizes[CLEAN] = len(read_cifar_test(config["clean_data"], limit=config["limit"],
+                                           limit_order=config_limit_order(config)))
     return [Unit(f"{setting}/shard-{k:04d}", setting, {"start": start, "stop": min(n, start + config["shard_size"])})
             for setting, n in sizes.items() for k, start in enumerate(range(0, n, config["shard_size"]))]
 
@@ -269,7 +298,7 @@ def own_data_note(kind: str, data: str) -> str:
     """The note explaining :data:`NOT_COMPARABLE_LABEL` for ``kind`` (e.g. "CE, mCE and relative mCE")."""
     return (f"{kind} are {NOT_COMPARABLE_LABEL}: the errors on {data} are divided by AlexNet's published "
             "ImageNet numbers, which measure other images. Evaluate a baseline model on the same data and give "
-            "--baseline-run <its run id> (or -o baseline_run=self) for ratios that compare models.")
+            "--baseline-run <its run id> (or -O baseline_run=self) for ratios that compare models.")
 
 
 #: ``baseline_run=SELF``: the run is its own baseline (CE = 100 by construction), the role AlexNet
@@ -342,11 +371,16 @@ def corruption_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapp
             rows += [("ce_baseline_error", c, t.denominator), ("ce_baseline_margin", c, t.margin)]
     rce_terms = {}
     if clean_error is not None and known and baseline.clean_error is not None:
-        rce_terms = {c: relative_ce_terms({c: per_corruption[c]}, clean_error, baseline=baseline)[c] for c in known}
+        samples = {c: min(counts[s][0] for s in (CLEAN, *(f"{c}/{v}" for v in range(1, N_SEVERITIES + 1))))
+                   for c in known}
+        rce_terms = {c: relative_ce_terms({c: per_corruption[c]}, clean_error, baseline=baseline,
+                                          samples=samples[c])[c] for c in known}
         rows.append(("relative_ce_baseline_clean_error", "", baseline.clean_error))
         for c, t in rce_terms.items():
             if t.defined:
                 rows.append(("relative_ce", c, t.value))
+            elif t.why:  # the model's error does not move with severity: relative_ce_reasons says so
+                rows.append(("relative_ce_model_flat", c, float(samples[c])))
             rows += [("relative_ce_baseline_change", c, t.denominator), ("relative_ce_baseline_margin", c, t.margin)]
     bench = [c for c in BENCHMARK_CORRUPTIONS if c in ce_terms]
     suffix = "" if len(bench) == len(BENCHMARK_CORRUPTIONS) else "_subset"
@@ -372,7 +406,9 @@ def on_the_fly_note(config: Mapping[str, Any]) -> str:
     where = ("after batching, on the model's device (torch backend; within the parity bounds of the numpy "
              "kernels, see docs/torch-backend.md)" if config["corruption_backend"] == "torch"
              else "in the loading workers (numpy backend, the faithful kernels)")
-    return (f"ImageNet-C made on the fly from the clean images in {config['data']}: resize 256, centre crop 224, "
+    geometry = ("resize 256 and centre crop 224 (images already 224x224 kept as they are: --keep-input-size, "
+                "not the reference)" if config.get("keep_input_size") else "resize 256, centre crop 224")
+    return (f"ImageNet-C made on the fly from the clean images in {config['data']}: {geometry}, "
             f"then each corruption {where}, seed {config['seed']}. Unlike the released files, the images are not "
             "JPEG-compressed (quality 85) and each image's noise comes from its own seed: errors are close to those on "
             "the released files, not bit-identical.")
@@ -392,6 +428,12 @@ def relative_ce_reasons(metrics: Iterable[MetricRow]) -> dict[str, str]:
     out = {}
     for (m, c), change in table.items():
         if m != "relative_ce_baseline_change" or ("relative_ce", c) in table or base_clean is None:
+            continue
+        if ("relative_ce_model_flat", c) in table:
+            errors = [table.get(("error", f"{c}/{s}")) for s in range(1, N_SEVERITIES + 1)]
+            why = flat_error(errors, table[("clean_error", "")], int(table[("relative_ce_model_flat", c)])) \
+                if None not in errors and ("clean_error", "") in table else None
+            out[c] = why or "this model's error does not move with severity"
             continue
         margin = table.get(("relative_ce_baseline_margin", c), 0.0)
         moved = _points(base_clean, base_clean + change)
@@ -577,7 +619,7 @@ class ImageNetC(Benchmark):
     family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
     worker_modules = ("robustlab.corruptions.kernels",)
     options = (
-        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT,
+        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, CLASSES_PER_UNIT,
         shard_size_option(10000), baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
         Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: corrupt in memory "
                "(resize 256, crop 224, corrupt), write no images."),
@@ -586,6 +628,7 @@ class ImageNetC(Benchmark):
         seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
         Option("clean", "bool", help="With --on-the-fly: also evaluate the clean images (default true)."),
         ALLOW_INCOMPLETE,
+        KEEP_INPUT_SIZE,
     )
 
     def __init__(self) -> None:
@@ -610,10 +653,11 @@ class ImageNetC(Benchmark):
             return {**options, "corruption_backend": "torch" if torch_backend_by_default(device) else "numpy"}
         return options
 
-    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
+    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit, limit_order,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
-                  corruption_backend, seed, clean, allow_incomplete) -> dict[str, Any]:
+                  corruption_backend, seed, clean, allow_incomplete, keep_input_size) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
+        check_keep_input_size(keep_input_size, on_the_fly)
         if on_the_fly and allow_incomplete:
             raise InputError("allow_incomplete applies to the released ImageNet-C folders; --on-the-fly reads clean "
                              "images (leave it out).")
@@ -622,10 +666,11 @@ class ImageNetC(Benchmark):
                 raise InputError("with --on-the-fly the data folder holds the clean images and they are evaluated "
                                  "as setting 'clean': leave out --clean-data and --clean-run.")
             return self._configure_on_the_fly(
-                root, corruptions=corruptions, severities=severities, class_map=class_map, limit=limit,
-                classes_per_unit=classes_per_unit, baseline=baseline, baseline_run=baseline_run, top_k=top_k,
+                root, corruptions=corruptions, severities=severities, class_map=class_map,
+                limits=limit_config(limit, limit_order), classes_per_unit=classes_per_unit, baseline=baseline,
+                baseline_run=baseline_run, top_k=top_k,
                 save_logits=save_logits, backend=corruption_backend or "numpy", seed=0 if seed is None else seed,
-                clean=True if clean is None else clean)
+                clean=True if clean is None else clean) | keep_input_size_config(keep_input_size)
         for key, value in (("corruption_backend", corruption_backend), ("seed", seed), ("clean", clean)):
             if value is not None:
                 raise InputError(f"{key} applies to --on-the-fly evaluation from clean images; the released "
@@ -649,7 +694,7 @@ class ImageNetC(Benchmark):
         get_corruption_baseline(baseline)
         config: dict[str, Any] = {
             "data": str(root), "layout": "cifar" if cifar else "folders", "corruptions": chosen, "severities": sev,
-            "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+            **limit_config(limit, limit_order), "top_k": check_positive("top_k", top_k),
             "save_logits": bool(save_logits), "baseline": baseline,
             "clean_data": str(Path(clean_data).expanduser().resolve()) if clean_data is not None else None,
             "clean_run": clean_run, "baseline_run": baseline_run,
@@ -660,6 +705,9 @@ class ImageNetC(Benchmark):
             config["clean_data"] = cifar_clean_data(clean_data)
             first = read_cifar_c(root, chosen[0], sev[0])
             record_array_subset(config, len(first), len(np.unique(first.labels)), "cifar-10-c")
+            if config["limit"]:
+                config.update(limit_config(limit, limit_order, read_cifar_c(root, chosen[0], sev[0], limit=limit,
+                                                                            limit_order=config["limit_order"])))
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
@@ -668,6 +716,10 @@ class ImageNetC(Benchmark):
                                          what=f"the ImageNet-C tree {root}")
         _, names = resolve_class_map(list(report.classes), config["class_map"])
         config["num_classes"] = len(names)
+        if config["limit"]:
+            config.update(limit_config(limit, limit_order, read_image_folder(
+                imagenet_c_folder(root, chosen[0], sev[0]), config["class_map"], limit=limit,
+                limit_order=config["limit_order"])))
         if config["clean_data"] is not None:
             _, clean_names = resolve_class_map(class_folders(config["clean_data"]), config["class_map"])
             if len(clean_names) != len(names):
@@ -675,7 +727,7 @@ class ImageNetC(Benchmark):
                                  f"ImageNet-C folders have {len(names)}; give a class map covering both.")
         return config
 
-    def _configure_on_the_fly(self, root: Path, *, corruptions, severities, class_map, limit, classes_per_unit,
+    def _configure_on_the_fly(self, root: Path, *, corruptions, severities, class_map, limits, classes_per_unit,
                               baseline, baseline_run, top_k, save_logits, backend, seed, clean) -> dict[str, Any]:
 
         if (root / "labels.npy").is_file():
@@ -687,13 +739,16 @@ class ImageNetC(Benchmark):
             "data": str(root), "layout": "on-the-fly", "corruption_backend": check_corruption_backend(backend),
             "seed": check_seed(seed), "profile": "imagenet-c", "clean": bool(clean), "corruptions": chosen,
             "severities": list(parse_severities(severities if severities is not None else "1-5")),
-            "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+            **limits, "top_k": check_positive("top_k", top_k),
             "save_logits": bool(save_logits), "baseline": baseline, "clean_data": None, "clean_run": None,
             "baseline_run": baseline_run, "class_map": class_map_config(class_map),
             "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
         }
         _, names = resolve_class_map(class_folders(root), config["class_map"])
         config["num_classes"] = len(names)
+        if config["limit"]:
+            config.update(limit_config(config["limit"], config["limit_order"], read_image_folder(
+                root, config["class_map"], limit=config["limit"], limit_order=config["limit_order"])))
         return config
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
@@ -810,7 +865,7 @@ class Corrupted(Benchmark):
     name = "corrupted"
     family, family_title, headline = CORRUPTION_FAMILY, CORRUPTION_TITLE, CORRUPTION_HEADLINE
     options = (
-        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, CLASS_MAP, LIMIT, shard_size_option(5000),
+        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, CLASS_MAP, LIMIT, LIMIT_ORDER, shard_size_option(5000),
         Option("clean", "bool", True, help="Also evaluate the clean images (setting clean)."),
         baseline_option("alexnet"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
     )
@@ -828,7 +883,8 @@ class Corrupted(Benchmark):
         """The folder's first image, clean or corrupted with the run's seed and profile as the run saw it."""
         if not config.get("data"):
             return None
-        base = read_image_folder(config["data"], config.get("class_map", "auto"), limit=config.get("limit")).subset(0, 1)
+        base = read_image_folder(config["data"], config.get("class_map", "auto"), limit=config.get("limit"),
+                                 limit_order=config_limit_order(config)).subset(0, 1)
         if len(base) == 0:
             return None
         if setting == CLEAN:
@@ -837,8 +893,8 @@ class Corrupted(Benchmark):
         return corrupt_on_the_fly(base, c, int(s), seed=config.get("seed", 0),
                                   profile=config.get("profile", "imagecorruptions")).read(0)
 
-    def configure(self, data: str, *, corruptions, severities, seed, profile, class_map, limit, shard_size, clean,
-                  baseline, baseline_run, top_k, save_logits) -> dict[str, Any]:
+    def configure(self, data: str, *, corruptions, severities, seed, profile, class_map, limit, limit_order,
+                  shard_size, clean, baseline, baseline_run, top_k, save_logits) -> dict[str, Any]:
         from ..corruptions.registry import check_profile
 
         root = Path(data).expanduser().resolve()
@@ -849,19 +905,23 @@ class Corrupted(Benchmark):
             "data": str(root), "corruptions": chosen,
             "severities": list(parse_severities(severities if severities is not None else "1-5")),
             "seed": int(seed), "profile": check_profile(profile), "class_map": class_map_config(class_map),
-            "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
+            **limit_config(limit, limit_order), "shard_size": check_positive("shard_size", shard_size),
             "clean": bool(clean), "baseline": baseline, "baseline_run": baseline_run,
             "top_k": check_positive("top_k", top_k),
             "save_logits": bool(save_logits),
         }
         listing = self._base(config)
         config["num_classes"] = len(listing.classes)
+        if config["limit"]:
+            config.update(limit_config(limit, limit_order, listing))
         return config
 
     def _base(self, config: Mapping[str, Any]):
-        key = json.dumps([config["data"], config["class_map"], config["limit"]], sort_keys=True)
+        order = config_limit_order(config)
+        key = json.dumps([config["data"], config["class_map"], config["limit"], order], sort_keys=True)
         if key not in self._listing:
-            self._listing[key] = read_image_folder(config["data"], config["class_map"], limit=config["limit"])
+            self._listing[key] = read_image_folder(config["data"], config["class_map"], limit=config["limit"],
+                                                   limit_order=order)
         return self._listing[key]
 
     def plan(self, config: Mapping[str, Any]) -> list[Unit]:

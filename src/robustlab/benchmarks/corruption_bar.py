@@ -17,24 +17,29 @@ from ..corruptions.cbar.released import CBarLayout, discover_cbar
 from ..corruptions.cbar.tables import SETS, severity_folder
 from ..corruptions.checks import parse_severities
 from ..corruptions.registry import resolve_corruptions
-from ..data.classification import class_folders, resolve_class_map
+from ..corruptions.released import read_cifar_c
+from ..data.classification import class_folders, read_image_folder, resolve_class_map
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
 from ..data.releases.consistency import check_released_settings, layout_notes, layout_summary, record_array_subset
 from ..engine.options import (ALLOW_INCOMPLETE, BASELINE_RUN, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN,
-                              CORRUPTIONS, LIMIT,
-                              SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive, check_seed,
-                              class_map_config, seed_option, shard_size_option)
+                              LIMIT, LIMIT_ORDER, SAVE_LOGITS, SEVERITIES, TOP_K, baseline_option, check_positive,
+                              check_seed, class_map_config, limit_config, seed_option, shard_size_option)
 from ..engine.schema import Option
 from ..errors import DataError, InputError
 from ..metrics.corruption import CorruptionBaseline, corruption_errors
 from ..metrics.corruption_bar import CBAR_SETS, get_cbar_baseline
-from ..corruptions.released import read_cifar_c
-from .corruption import (CLEAN, SELF, baseline_from_run, cifar_clean_data, cifar_units, class_blocks,
-                         corruption_unit_samples, folder_units, on_the_fly_shared_reads, on_the_fly_units,
+from .corruption import (CLEAN, KEEP_INPUT_SIZE, SELF, baseline_from_run, check_keep_input_size, cifar_clean_data,
+                         cifar_units, class_blocks, corruption_unit_samples, folder_units, keep_input_size_config,
+                         on_the_fly_shared_reads, on_the_fly_units,
                          related_corruption_runs)
 
 N_SEVERITIES = 5
+#: ``corruptions`` of imagenet-c-bar: the set's own names (ImageNet-C's subsets are not in it).
+CBAR_CORRUPTIONS = Option("corruptions", "str", help="Corruptions of the -bar set, comma-separated (default: the "
+                          "set's 10: imagenet-c-bar's or cifar10-c-bar's, as the data holds; the set's name works too). "
+                          "ImageNet-C's names and subsets (benchmark, noise...) are not in the -bar sets.",
+                          flags=("-c",))
 def cbar_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
                  clean_predictions: Mapping[str, Mapping[str, np.ndarray]] | None = None,
                  baseline: CorruptionBaseline | None = None) -> list[MetricRow]:
@@ -106,11 +111,12 @@ class ImageNetCBar(Benchmark):
     headline = (HeadlineMetric("mean_error_bar", "mean error", "mean_error_bar_subset"),
                 HeadlineMetric("mce_bar", "mCE-bar", "mce_bar_subset"))
     options = (
-        CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, CLASSES_PER_UNIT, shard_size_option(10000),
+        CBAR_CORRUPTIONS, SEVERITIES, CLASS_MAP, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, CLASSES_PER_UNIT,
+        shard_size_option(10000),
         baseline_option("paper-baseline"), BASELINE_RUN, TOP_K, SAVE_LOGITS,
         Option("on_the_fly", "bool", False, help="--data is the clean ImageNet val folder: make ImageNet-C-bar in "
                "memory (resize 256, crop 224, corrupt), write no images."),
-        seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."),
+        seed_option(None, "With --on-the-fly: base seed of the per-image seeds (default 0)."), KEEP_INPUT_SIZE,
         ALLOW_INCOMPLETE,
     )
 
@@ -125,15 +131,16 @@ class ImageNetCBar(Benchmark):
             self._layouts[root] = discover_cbar(root)
         return self._layouts[root]
 
-    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit,
+    def configure(self, data: str, *, corruptions, severities, class_map, clean_data, clean_run, limit, limit_order,
                   classes_per_unit, shard_size, baseline, baseline_run, top_k, save_logits, on_the_fly,
-                  seed, allow_incomplete) -> dict[str, Any]:
+                  seed, allow_incomplete, keep_input_size) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
+        check_keep_input_size(keep_input_size, on_the_fly)
         if on_the_fly and allow_incomplete:
             raise InputError("allow_incomplete applies to the released C-bar folders; --on-the-fly reads clean images "
                              "(leave it out).")
         sev = list(parse_severities(severities if severities is not None else "1-5"))
-        common = {"severities": sev, "limit": check_positive("limit", limit), "top_k": check_positive("top_k", top_k),
+        common = {"severities": sev, **limit_config(limit, limit_order), "top_k": check_positive("top_k", top_k),
                   "save_logits": bool(save_logits), "baseline": baseline, "baseline_run": baseline_run}
         if on_the_fly:
             if clean_data is not None or clean_run is not None:
@@ -144,10 +151,11 @@ class ImageNetCBar(Benchmark):
             config = {"data": str(root), "layout": "on-the-fly", "set": "imagenet-c-bar", "corruptions": chosen,
                       "seed": check_seed(0 if seed is None else seed), "profile": "imagenet-c",
                       "class_map": class_map_config(class_map), "clean_data": None, "clean_run": None,
-                      "classes_per_unit": check_positive("classes_per_unit", classes_per_unit), **common}
+                      "classes_per_unit": check_positive("classes_per_unit", classes_per_unit), **common,
+                      **keep_input_size_config(keep_input_size)}
             _, names = resolve_class_map(class_folders(root), config["class_map"])
             config["num_classes"] = len(names)
-            return config
+            return _with_limit_stats(config, root)
         if seed is not None:
             raise InputError("seed applies to --on-the-fly evaluation; the released C-bar files are already corrupted.")
         layout = self._layout(str(root))
@@ -171,6 +179,9 @@ class ImageNetCBar(Benchmark):
             config["clean_data"] = cifar_clean_data(clean_data)
             first = read_cifar_c(layout.root, chosen[0], sev[0])
             record_array_subset(config, len(first), len(np.unique(first.labels)), "cifar-10-c-bar")
+            if config["limit"]:
+                config.update(limit_config(limit, limit_order, read_cifar_c(layout.root, chosen[0], sev[0], limit=limit,
+                                                                            limit_order=config["limit_order"])))
             return config
         config["class_map"] = class_map_config(class_map)
         config["classes_per_unit"] = check_positive("classes_per_unit", classes_per_unit)
@@ -179,7 +190,7 @@ class ImageNetCBar(Benchmark):
                                          release="imagenet-c-bar", what=f"the ImageNet-C-bar tree {layout.root}")
         _, names = resolve_class_map(list(report.classes), config["class_map"])
         config["num_classes"] = len(names)
-        return config
+        return _with_limit_stats(config, layout.folders[chosen[0]][sev[0]])
 
     @staticmethod
     def _chosen(set_name: str, corruptions, available: list[str]) -> list[str]:
@@ -298,3 +309,12 @@ class ImageNetCBar(Benchmark):
         if summary.get("ce_baseline"):
             lines.append(f"{'CE-bar normalised by':<34}{summary['ce_baseline']}")
         return lines
+
+
+def _with_limit_stats(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``config`` with the ``limit_stats`` of its limit over the image folder ``folder`` (unchanged
+    without a limit)."""
+    if config["limit"]:
+        config.update(limit_config(config["limit"], config["limit_order"], read_image_folder(
+            folder, config["class_map"], limit=config["limit"], limit_order=config["limit_order"])))
+    return config

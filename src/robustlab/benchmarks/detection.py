@@ -18,7 +18,7 @@ P is the clean performance, mPC the mean over the chosen corruptions and severit
 rPC = mPC / P, by default the published *ratio of means* (for VOC: class-mean mPC over
 class-mean P); ``rpc=mean-of-ratios`` gives the per-class ratios' mean.
 
-Options (``robustlab evaluate ... -o KEY=VALUE``): ``corruptions`` (benchmark, all, holdout,
+Options (``robustlab evaluate ... -O KEY=VALUE``): ``corruptions`` (benchmark, all, holdout,
 noise, blur, weather, digital or names), ``severities`` (1-5), ``seed`` (0), ``profile``
 (imagecorruptions), ``limit`` (first N images), ``shard_size`` (500 images per unit),
 ``cache`` (folder for corrupted PNGs in ``<cache>/<corruption>/<severity>/<relative path>``;
@@ -57,7 +57,9 @@ from ..metrics.under_corruption import rmse_vs_rpc, rpc_undefined_reason
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, get_benchmark, register_benchmark
 from ..engine.records import Batch, Sample
 from .corruption import select_corruptions
-from ..engine.options import CORRUPTIONS, LIMIT, PROFILE, SEVERITIES, check_positive, seed_option, shard_size_option
+from ..data.limits import config_limit_order, limit_positions
+from ..engine.options import (CORRUPTIONS, LIMIT, LIMIT_ORDER, PROFILE, SEVERITIES, check_positive, limit_config,
+                              seed_option, shard_size_option)
 from ..engine.schema import Option
 from .detection_inputs import DetectionImages, cache_root, detect_batch, unpad_detections, write_cache_settings
 from .detection_results import (
@@ -139,7 +141,7 @@ class _CorruptedDetection(Benchmark):
     family, family_title = "detection", "Detection under corruption (Robust Detection Benchmark)"
     headline = (HeadlineMetric("P", "P"), HeadlineMetric("mPC", "mPC"), HeadlineMetric("rPC", "rPC"))
     options = (
-        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, LIMIT, shard_size_option(500),
+        CORRUPTIONS, SEVERITIES, seed_option(0), PROFILE, LIMIT, LIMIT_ORDER, shard_size_option(500),
         Option("cache", "path", help="Folder for the corrupted images (PNG), reused by later runs and by robustlab "
                "corrupt."),
         MAX_DETECTIONS, LABEL_MAP, LABEL_OFFSET, UNKNOWN_LABELS,
@@ -163,7 +165,7 @@ class _CorruptedDetection(Benchmark):
 
     # engine hooks ------------------------------------------------------------------------------------
 
-    def configure(self, data: str, *, corruptions, severities, seed, profile, limit, shard_size, cache,
+    def configure(self, data: str, *, corruptions, severities, seed, profile, limit, limit_order, shard_size, cache,
                   max_detections, label_map, label_offset, unknown_labels, rpc, metric, ap_method,
                   **reader_options: Any) -> dict[str, Any]:
         """``reader_options``: the options a subclass adds to :attr:`options` for its reader."""
@@ -183,7 +185,7 @@ class _CorruptedDetection(Benchmark):
         sev = list(parse_severities(severities if severities is not None else "1-5"))
         config: dict[str, Any] = {
             "data": str(root), "reader": reader, "corruptions": chosen, "severities": sev, "seed": seed,
-            "profile": check_profile(profile), "limit": check_positive("limit", limit),
+            "profile": check_profile(profile), **limit_config(limit, limit_order),
             "shard_size": check_positive("shard_size", shard_size),
             "max_detections": check_positive("max_detections", max_detections),
             "label_map": _label_map_option(label_map), "label_offset": _int_option("label_offset", label_offset),
@@ -201,15 +203,20 @@ class _CorruptedDetection(Benchmark):
         ds, _, _ = self._dataset(config)
         if not len(ds):
             raise DataError(f"the {self.name} dataset under {root} has no images.")
+        if config["limit"]:
+            config["limit_stats"] = {"order": config["limit_order"], "samples": len(ds),
+                                     "of": len(self.read_dataset(config).samples)}
         return config
 
     def _dataset(self, config: Mapping[str, Any]) -> tuple[DetectionDataset, tuple[str, ...], Any]:
         """(dataset, relative paths, ground truth for scoring), read once per benchmark instance."""
-        key = json.dumps([config["data"], config["reader"], config["limit"], config["metric"]], sort_keys=True)
+        order = config_limit_order(config)
+        key = json.dumps([config["data"], config["reader"], config["limit"], order, config["metric"]], sort_keys=True)
         if key not in self._datasets:
             ds = self.read_dataset(config)
-            if config["limit"]:
-                ds = DetectionDataset(ds.name, ds.samples[: config["limit"]], ds.categories)
+            if config["limit"]:  # images have no one class: balanced is a spread by the seeded hash of their ids
+                keep = limit_positions([str(s.image_id) for s in ds.samples], None, config["limit"], order)
+                ds = DetectionDataset(ds.name, [ds.samples[p] for p in keep], ds.categories)
             rel = relative_paths(ds, Path(config["data"]))
             self._datasets[key] = (ds, rel, self.ground_truth(config, ds))
         return self._datasets[key]
@@ -416,11 +423,11 @@ def _coco_files(root: Path, annotations: Any, images: Any) -> tuple[str, str]:
         found = find_coco_annotations(root)
         if not found:
             raise DataError(f"no annotations/instances_*.json under {root}; give the COCO instances file with "
-                            "-o annotations=PATH.")
+                            "-O annotations=PATH.")
         val = [f for f in found if "val" in f.name]
         if len(found) > 1 and len(val) != 1:
             raise DataError(f"several annotation files under {root} ({', '.join(f.name for f in found)}); choose one "
-                            "with -o annotations=PATH.")
+                            "with -O annotations=PATH.")
         ann = (val or found)[0]
     else:
         ann = Path(annotations).expanduser().resolve()

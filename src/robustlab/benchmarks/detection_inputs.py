@@ -228,7 +228,7 @@ def detect_batch(model: torch.nn.Module, batch: Batch, *, known_labels: Sequence
             if "category ids" not in str(exc):
                 raise
             raise InputError(f"{exc} Or leave them out with the option unknown_labels=drop "
-                             "(-o unknown_labels=drop), or map them with label_map / label_offset.") from None
+                             "(-O unknown_labels=drop), or map them with label_map / label_offset.") from None
     columns = pad_detections(dets, max_detections)
     columns["pixel_rmse"] = np.asarray(ctx["rmse"], dtype=np.float32)
     return columns

@@ -39,10 +39,13 @@ from ..data.natural_shifts import (imagenet_a_indices, imagenet_r_indices, objec
 from ..data.wordnet import ilsvrc_wnids
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
-from ..engine.options import CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, SAVE_LOGITS, TOP_K, check_positive
+from ..data.limits import config_limit_order
+from ..engine.options import (CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, SAVE_LOGITS, TOP_K,
+                              check_positive, limit_config)
 from ..engine.schema import Option
 from ..engine.records import Sample, sample_id
 from ..errors import DataError, InputError, ModelError
+from ..fsutil import not_a_folder
 from ..metrics.stats import clopper_pearson
 
 if TYPE_CHECKING:
@@ -80,7 +83,7 @@ class ShiftLayout:
 def folders_of(root: Path) -> list[str]:
     """Visible subfolders of ``root``, sorted (DataError when ``root`` is missing)."""
     if not root.is_dir():
-        raise DataError(f"{root} does not exist or is not a folder.")
+        raise not_a_folder(root, "dataset folder")
     return sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
 
 
@@ -176,7 +179,7 @@ def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[
     does not give 1,000 logits."""
     import torch
 
-    from ..engine.classification import classify_batch
+    from ..engine.classification import check_declared_classes, classify_batch
     from ..models.label_space import for_class_names
     from ..models.projection import project_logits
     from ..models.protocol import check_logits
@@ -188,6 +191,7 @@ def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[
     class Projected(torch.nn.Module):
         def forward(self, inputs):
             raw = check_logits(model(inputs), inputs.shape[0], name, None, check_values=False)
+            check_declared_classes(model, raw.shape[1])
             if raw.shape[1] != IMAGENET_CLASSES:
                 raise ModelError(f"model {name!r} gives {raw.shape[1]} logits per image, but {benchmark} projects the "
                                  f"{IMAGENET_CLASSES} ImageNet-1k logits to its {len(groups)} classes: evaluate a "
@@ -213,6 +217,10 @@ def accuracy_rows(counts: Mapping[str, tuple[int, int, int]]) -> list[MetricRow]
     return rows
 
 
+#: Images per class of the ImageNet val set (50,000 for 1,000 classes).
+IMAGENET_VAL_PER_CLASS = 50
+
+
 class NaturalShift(Benchmark):
     """Base of the natural-shift benchmarks (see the module docstring); subclasses set ``name``,
     :attr:`title`, :attr:`testbed_columns` and :meth:`layout`."""
@@ -223,7 +231,7 @@ class NaturalShift(Benchmark):
     testbed_columns: tuple[str, str] = ("val", "")
     #: What the clean setting measures.
     original_set = "ImageNet val"
-    options = (SAVE_LOGITS, LIMIT, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K,
+    options = (SAVE_LOGITS, LIMIT, LIMIT_ORDER, CLEAN_DATA, CLEAN_RUN, CLASSES_PER_UNIT, TOP_K,
                Option("zero_shot_classes", "str", "imagenet", choices=ZERO_SHOT_CLASSES,
                       help="Zero-shot models (open_clip:): imagenet (default: the 1,000-class head, projected to the "
                       "set's classes) or subset (a head built from the set's own class names, as CLIP's paper)."))
@@ -248,7 +256,7 @@ class NaturalShift(Benchmark):
     def shift_name(self, config: Mapping[str, Any]) -> str:
         return self.name
 
-    def configure(self, data: str, *, save_logits, limit, clean_data, clean_run, classes_per_unit, top_k,
+    def configure(self, data: str, *, save_logits, limit, limit_order, clean_data, clean_run, classes_per_unit, top_k,
                   zero_shot_classes="imagenet", **extra: Any) -> dict[str, Any]:
         """``extra``: the options a subclass adds to :attr:`options` (kept in the config as given).
         ``zero_shot_classes`` is recorded only when it is ``subset`` (runs made before it existed keep
@@ -260,7 +268,7 @@ class NaturalShift(Benchmark):
         if clean_data is not None and clean_run is not None:
             raise InputError("give either clean_data (an ImageNet val folder) or clean_run (a stored run), not both.")
         root = Path(data).expanduser().resolve()
-        config: dict[str, Any] = {"data": str(root), **extra, "limit": check_positive("limit", limit),
+        config: dict[str, Any] = {"data": str(root), **extra, **limit_config(limit, limit_order),
                                   "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
                                   "top_k": check_positive("top_k", top_k), "save_logits": bool(save_logits),
                                   "clean_data": str(Path(clean_data).expanduser().resolve()) if clean_data else None,
@@ -277,6 +285,9 @@ class NaturalShift(Benchmark):
             if len(missing) == len(layout.clean_labels):
                 raise DataError(f"clean data {config['clean_data']} has none of the ImageNet wnid folders {self.name} "
                                 "needs; it must be the ImageNet val set in the layout <root>/<wnid>/<image>.")
+        if config["limit"]:
+            shifted = self.samples(config, Unit("", SHIFTED, {"folder": layout.root, "classes": sorted(layout.labels)}))
+            config.update(limit_config(limit, limit_order, shifted))
         return config
 
     def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
@@ -299,7 +310,8 @@ class NaturalShift(Benchmark):
         labels = layout.labels if unit.setting == SHIFTED else layout.clean_labels
         folder = Path(unit.params["folder"])
         other = {f: len(labels) + k for k, f in enumerate(f for f in class_folders(folder) if f not in labels)}
-        return read_image_folder(folder, {**labels, **other}, classes=unit.params["classes"], limit=config["limit"])
+        return read_image_folder(folder, {**labels, **other}, classes=unit.params["classes"], limit=config["limit"],
+                                 limit_order=config_limit_order(config))
 
     def zero_shot_labels(self, config: Mapping[str, Any]):
         """The zero-shot labels of the set's own classes (``zero_shot_classes=subset``): CLIP's names
@@ -363,7 +375,8 @@ class NaturalShift(Benchmark):
                                                                       "top5_accuracy_high")}
                 out[setting]["n"] = int(table.get(("n_samples", setting), 0))
         if SHIFTED in out and CLEAN in out:
-            out["accuracy_pair"] = {"shift": self.shift_name(config), "original_set": self.original_set,
+            out["accuracy_pair"] = {"shift": self.shift_name(config),
+                                    "original_set": self.original_set_of(out[CLEAN]["n"], out["classes"]),
                                     "original": out[CLEAN]["accuracy"], "original_n": out[CLEAN]["n"],
                                     "shifted": out[SHIFTED]["accuracy"], "shifted_n": out[SHIFTED]["n"],
                                     "testbed_columns": list(self.testbed_columns_of(config))}
@@ -372,11 +385,21 @@ class NaturalShift(Benchmark):
     def testbed_columns_of(self, config: Mapping[str, Any]) -> tuple[str, str]:
         return self.testbed_columns
 
+    def original_set_of(self, n_clean: int, classes: int) -> str:
+        """What the clean accuracy measured: :attr:`original_set` when ``--clean-data`` held the whole
+        ImageNet val set of these classes (50 images each), else says how much of it (a partial
+        folder or a limited run is not "ImageNet val", and is not put on one trend with it)."""
+        expected = IMAGENET_VAL_PER_CLASS * classes
+        if n_clean == expected:
+            return self.original_set
+        return f"{self.original_set}: {n_clean} of its {expected:,} images only"
+
     def text(self, config, summary, metrics) -> list[str]:
         from ..engine.report import pct
 
         lines = [f"{summary.get('set')}: {summary.get('classes')} classes"]
-        for setting, title in ((SHIFTED, summary.get("set")), (CLEAN, self.original_set)):
+        pair = summary.get("accuracy_pair") or {}
+        for setting, title in ((SHIFTED, summary.get("set")), (CLEAN, pair.get("original_set", self.original_set))):
             row = summary.get(setting)
             if not row:
                 continue
@@ -406,7 +429,7 @@ class ImageNetV2(NaturalShift):
             variant = next((v for v in V2_VARIANTS if v.replace("-", "") in folder.replace("-", "")), None)
             if variant is None:
                 raise InputError(f"cannot tell the ImageNetV2 variant from the folder name {folder!r}: give "
-                                 f"-o variant=<{'|'.join(V2_VARIANTS)}>.")
+                                 f"-O variant=<{'|'.join(V2_VARIANTS)}>.")
         if variant not in V2_VARIANTS:
             raise InputError(f"unknown ImageNetV2 variant {variant!r}; use one of {', '.join(V2_VARIANTS)}.")
         config["variant"] = variant

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from ..data.classification import ArraySamples, ImageFolderSamples, SampleView, read_image_folder, resolve_class_map
-from ..safeload import load_npy
+from ..data.limits import config_limit_order, limit_positions, limit_stats
+from ..safeload import as_integer_labels, load_npy
 from ..errors import DataError, InputError
 from ..metrics.ratios import mean_margin, mean_of_defined, normalised_term
 from ..metrics.stability import (
@@ -65,8 +66,8 @@ from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model
 from ..engine.records import Batch, Sample
 from ..engine.records import sample_id
 from ..engine.classification import classify_batch
-from ..engine.options import (BASELINE_RUN, CLASS_MAP, LIMIT, baseline_option, check_positive, check_seed,
-                              class_map_config, seed_option, shard_size_option)
+from ..engine.options import (BASELINE_RUN, CLASS_MAP, LIMIT, LIMIT_ORDER, baseline_option, check_positive, check_seed,
+                              class_map_config, limit_config, seed_option, shard_size_option)
 from ..engine.schema import Option
 from .corruption import PUBLISHED_ALEXNET, own_data_label, own_data_note
 
@@ -118,7 +119,7 @@ def _check_strides(perturbations: Iterable[str], setting: str, strides: list[int
 #: Why the sequence benchmarks refuse the corruption benchmarks' options.
 SEQUENCE_HINTS = {
     **dict.fromkeys(("corruptions", "severities"), "benchmark {name!r} has perturbations, not corruptions or "
-                    "severities: select them with the option perturbations (e.g. -o perturbations=rotate,scale)."),
+                    "severities: select them with the option perturbations (e.g. -O perturbations=rotate,scale)."),
     "save_logits": "benchmark {name!r} stores per-frame top-5 classes; saving logits of every frame is not supported.",
 }
 PERTURBATIONS_OPTION = Option("perturbations", "str", help="Perturbation names or subsets, comma-separated (test, "
@@ -644,15 +645,16 @@ class ImageNetP(_SequenceBenchmark):
                "arrays)."),
         Option("frames", "str", "released", help="released (every sequence has the released number of frames) or "
                "any (any length longer than the largest stride, the same within a folder)."),
-        CLASS_MAP, Option("limit", "int", help="Only the first N sequences of each folder."), shard_size_option(500),
+        CLASS_MAP, Option("limit", "int", help="Only N sequences of each folder, the same number from each class "
+                          "(see --limit-order)."), LIMIT_ORDER, shard_size_option(500),
         baseline_option("alexnet"), BASELINE_RUN,
     )
 
     def __init__(self) -> None:
         self._listing: dict[tuple[str, str, Any], tuple[list[str], list[str | None], list[str]]] = {}
 
-    def configure(self, data: str, *, perturbations, strides, setting, frames, class_map, limit, shard_size,
-                  baseline, baseline_run) -> dict[str, Any]:
+    def configure(self, data: str, *, perturbations, strides, setting, frames, class_map, limit, limit_order,
+                  shard_size, baseline, baseline_run) -> dict[str, Any]:
         root = Path(data).expanduser().resolve()
         layout, found = imagenet_p_layout(root)
         if perturbations is not None:
@@ -671,7 +673,7 @@ class ImageNetP(_SequenceBenchmark):
         get_stability_baseline(baseline)
         config: dict[str, Any] = {
             "data": str(root), "layout": layout, "folders": folders, "strides": parse_strides(strides),
-            "setting": setting, "frames": frames, "limit": check_positive("limit", limit),
+            "setting": setting, "frames": frames, **limit_config(limit, limit_order),
             "shard_size": check_positive("shard_size", shard_size), "baseline": baseline,
             "baseline_run": baseline_run,
         }
@@ -681,20 +683,52 @@ class ImageNetP(_SequenceBenchmark):
             labels = root / "labels.npy"
             config["labels"] = str(labels) if labels.is_file() else None
             config["num_classes"] = 10 if config["labels"] else None
+            if config["limit"]:
+                config["limit_stats"] = self._cifar_rows(config, folders[0])[1]
             return config
         config["class_map"] = class_map_config(class_map)
         classes = sorted({c for f in folders for c in self._list(config, f)[2]})
         config["num_classes"] = len(resolve_class_map(classes, config["class_map"])[1]) if classes else None
+        if config["limit"]:
+            config["limit_stats"] = self._list(config, folders[0])[3]
         return config
 
-    def _list(self, config: Mapping[str, Any], folder: str) -> tuple[list[str], list[str | None], list[str]]:
-        key = (config["data"], folder, config["limit"])
+    def _list(self, config: Mapping[str, Any], folder: str):
+        """``(files, class folders, classes present, limit stats)`` of a sequence folder under the limit."""
+        order = config_limit_order(config)
+        key = (config["data"], folder, config["limit"], order)
         if key not in self._listing:
             files, classes = list_sequences(Path(config["data"], folder))
+            stats = None
             if config["limit"]:
-                files, classes = files[:config["limit"]], classes[:config["limit"]]
-            self._listing[key] = (files, classes, sorted({c for c in classes if c is not None}))
+                codes = [c if c is not None else "" for c in classes]
+                keep = limit_positions(files, codes, config["limit"], order)
+                stats = limit_stats(codes, keep, len(files), order)
+                files, classes = [files[p] for p in keep], [classes[p] for p in keep]
+            self._listing[key] = (files, classes, sorted({c for c in classes if c is not None}), stats)
         return self._listing[key]
+
+    def _labels(self, config: Mapping[str, Any]) -> np.ndarray | None:
+        """The CIFAR-10-P labels (``labels.npy``), None when the arrays have none."""
+        if not config.get("labels"):
+            return None
+        return as_integer_labels(load_npy(config["labels"], what="CIFAR-10-P labels"),
+                                 f"CIFAR-10-P labels {config['labels']}")
+
+    def _cifar_rows(self, config: Mapping[str, Any], folder: str) -> tuple[tuple[int, ...] | None, dict | None]:
+        """``(rows taken, limit stats)`` of a CIFAR-10-P array under the limit (``(None, None)``: every row)."""
+        if not config["limit"]:
+            return None, None
+        n = len(read_cifar_p(Path(config["data"], f"{folder}.npy"), expected_frames=self._frames(config, folder),
+                             stride=self._max_stride(config, folder)))
+        labels = self._labels(config)
+        if labels is not None and len(labels) < n:
+            raise DataError(f"{config['labels']} has {len(labels)} labels, fewer than the {n} sequences of "
+                            f"{folder}.npy.")
+        order = config_limit_order(config)
+        labels = None if labels is None else labels[:n]
+        keep = limit_positions([str(i) for i in range(n)], labels, config["limit"], order)
+        return tuple(int(p) for p in keep), limit_stats(labels, keep, n, order)
 
     def _frames(self, config: Mapping[str, Any], folder: str) -> int | None:
         return frame_count(parse_folder(folder)[0], config["setting"]) if config["frames"] == "released" else None
@@ -709,7 +743,7 @@ class ImageNetP(_SequenceBenchmark):
             if config["layout"] == "cifar":
                 arr = read_cifar_p(Path(config["data"], f"{folder}.npy"), expected_frames=self._frames(config, folder),
                                    stride=self._max_stride(config, folder))
-                n = len(arr) if not config["limit"] else min(len(arr), config["limit"])
+                n = len(arr) if not config["limit"] else len(self._cifar_rows(config, folder)[0])
             else:
                 n = len(self._list(config, folder)[0])
             units.extend(_shards(folder, n, config["shard_size"]))
@@ -719,17 +753,19 @@ class ImageNetP(_SequenceBenchmark):
         folder, start, stop = unit.setting, unit.params["start"], unit.params["stop"]
         frames, stride = self._frames(config, folder), self._max_stride(config, folder) or 0
         if config["layout"] == "cifar":
-            if config["labels"]:
-                labels = np.asarray(load_npy(config["labels"], what="CIFAR-10-P labels")).astype(np.int64).reshape(-1)
-                if len(labels) < stop:
+            rows = self._cifar_rows(config, folder)[0] if config_limit_order(config) == "balanced" else None
+            taken = list(range(start, stop)) if rows is None else [rows[i] for i in range(start, stop)]
+            labels = self._labels(config)
+            if labels is not None:
+                if len(labels) <= max(taken, default=-1):
                     raise DataError(f"{config['labels']} has {len(labels)} labels, fewer than the {stop} sequences of "
                                     f"{folder}.npy.")
-                labels = labels[start:stop]
+                labels = labels[taken]
             else:
-                labels = np.full(stop - start, -1, np.int64)
-            return ArraySamples(Path(config["data"], f"{folder}.npy"), start, stop, labels,
+                labels = np.full(len(taken), -1, np.int64)
+            return ArraySamples(Path(config["data"], f"{folder}.npy"), start, stop, labels, rows=rows,
                                 opener=functools.partial(open_cifar_p, frames=frames, stride=stride))
-        files, classes, _ = self._list(config, folder)
+        files, classes, _, _ = self._list(config, folder)
         names = sorted({c for c in classes if c is not None})
         index, class_names = resolve_class_map(names, config["class_map"]) if names else ({}, ())
         labels = np.asarray([index[c] if c is not None else -1 for c in classes[start:stop]], dtype=np.int64)
@@ -755,14 +791,14 @@ class Perturbed(_SequenceBenchmark):
                "as they are)."),
         Option("difficulty", "int", 1, help="Noise level of the noise sequences: 1, 2 or 3."),
         seed_option(0, "Base seed; each sequence gets its own derived seed (as robustlab perturb)."),
-        STRIDES_OPTION, CLASS_MAP, LIMIT, shard_size_option(500), baseline_option("alexnet"), BASELINE_RUN,
+        STRIDES_OPTION, CLASS_MAP, LIMIT, LIMIT_ORDER, shard_size_option(500), baseline_option("alexnet"), BASELINE_RUN,
     )
 
     def __init__(self) -> None:
         self._base_cache: dict[str, ImageFolderSamples] = {}
 
-    def configure(self, data: str, *, perturbations, setting, difficulty, seed, strides, class_map, limit, shard_size,
-                  baseline, baseline_run) -> dict[str, Any]:
+    def configure(self, data: str, *, perturbations, setting, difficulty, seed, strides, class_map, limit, limit_order,
+                  shard_size, baseline, baseline_run) -> dict[str, Any]:
         if setting not in ("imagenet", "cifar"):
             raise InputError(f"setting must be imagenet or cifar; got {setting!r}.")
         if difficulty not in (1, 2, 3) or isinstance(difficulty, bool):
@@ -774,11 +810,14 @@ class Perturbed(_SequenceBenchmark):
             "folders": [perturbation_folder(p, int(difficulty), noise=get_perturbation(p).noise) for p in chosen],
             "setting": setting, "difficulty": int(difficulty), "seed": check_seed(seed),
             "strides": parse_strides(strides), "class_map": class_map_config(class_map),
-            "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
+            **limit_config(limit, limit_order), "shard_size": check_positive("shard_size", shard_size),
             "baseline": baseline, "baseline_run": baseline_run,
         }
         _check_strides(chosen, setting, config["strides"])
-        config["num_classes"] = len(self._base(config).classes)
+        base = self._base(config)
+        config["num_classes"] = len(base.classes)
+        if config["limit"]:
+            config.update(limit_config(limit, limit_order, base))
         return config
 
     def comparability(self, config: Mapping[str, Any]) -> str | None:
@@ -792,9 +831,10 @@ class Perturbed(_SequenceBenchmark):
         return notes
 
     def _base(self, config: Mapping[str, Any]) -> ImageFolderSamples:
-        key = repr((config["data"], config["class_map"], config["limit"]))
+        key = repr((config["data"], config["class_map"], config["limit"], config_limit_order(config)))
         if key not in self._base_cache:
-            self._base_cache[key] = read_image_folder(config["data"], config["class_map"], limit=config["limit"])
+            self._base_cache[key] = read_image_folder(config["data"], config["class_map"], limit=config["limit"],
+                                                      limit_order=config_limit_order(config))
         return self._base_cache[key]
 
     def plan(self, config: Mapping[str, Any]) -> list[Unit]:

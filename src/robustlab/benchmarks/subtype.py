@@ -26,7 +26,8 @@ from ..data.classification import ImageFolderSamples
 from ..data.subtypes import HOLDOUT_WARNING, load_split
 from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
 from ..engine.classification import setting_counts, top1_errors
-from ..engine.options import LIMIT, SAVE_LOGITS, TOP_K, check_positive, shard_size_option
+from ..data.limits import config_limit_order, limit_positions, limit_stats
+from ..engine.options import LIMIT, LIMIT_ORDER, SAVE_LOGITS, TOP_K, check_positive, limit_config, shard_size_option
 from ..engine.schema import Option
 from ..errors import InputError
 from .natural_shift import accuracy_rows
@@ -56,7 +57,7 @@ class SubtypeRobustness(Benchmark):
     family, family_title = "subtype", "Subtype robustness"
     headline = (HeadlineMetric("accuracy", "seen", setting="seen"), HeadlineMetric("accuracy", "unseen",
                                                                                    setting="unseen"))
-    options = (SAVE_LOGITS, LIMIT, shard_size_option(5000),
+    options = (SAVE_LOGITS, LIMIT, LIMIT_ORDER, shard_size_option(5000),
                Option("imagenet_top1", "float", help="The model's ImageNet top-1 accuracy (a fraction, or percent "
                       "above 1), for the report's comparison."), TOP_K)
     option_hints = {"corruptions": "{name} takes no corruptions.", "severities": "{name} takes no severities."}
@@ -69,35 +70,47 @@ class SubtypeRobustness(Benchmark):
             self._splits[root] = load_split(root)
         return self._splits[root]
 
-    def configure(self, data: str, *, save_logits, limit, shard_size, imagenet_top1, top_k) -> dict[str, Any]:
+    def configure(self, data: str, *, save_logits, limit, limit_order, shard_size, imagenet_top1,
+                  top_k) -> dict[str, Any]:
         root = str(Path(data).expanduser().resolve())
         meta, _ = self._split(root)
-        config = {"data": root, "broad_types": [t[0] for t in meta["broad_types"]],
-                  "limit": check_positive("limit", limit), "shard_size": check_positive("shard_size", shard_size),
+        config = {"data": root, "broad_types": [t[0] for t in meta["broad_types"]], **limit_config(limit, limit_order),
+                  "shard_size": check_positive("shard_size", shard_size),
                   "imagenet_top1": imagenet_accuracy(imagenet_top1), "top_k": check_positive("top_k", top_k),
                   "save_logits": bool(save_logits), "num_classes": len(meta["broad_types"])}
         if meta.get("format") != "robustlab-subtypes/1":  # splits made before the choices keep their run ids
             config.update(lists=meta["lists"], seen_from=meta["seen_from"])
+        if config["limit"]:
+            config["limit_stats"] = self._listed(config, SETTINGS[0])[2]
         return config
 
     def seen_from(self, config: Mapping[str, Any]) -> str:
         """``val`` or ``holdout`` (splits made before the choice existed held out)."""
         return config.get("seen_from", "holdout")
 
+    def _listed(self, config: Mapping[str, Any], setting: str) -> tuple[list[str], np.ndarray, dict | None]:
+        """``(files, labels, limit stats)`` of a setting's list under the run's limit."""
+        meta, lists = self._split(config["data"])
+        files = list(lists[setting])
+        types = meta["types"]
+        labels = np.asarray([types[os.path.basename(os.path.dirname(f))] for f in files], dtype=np.int64)
+        if not config["limit"]:
+            return files, labels, None
+        order = config_limit_order(config)
+        keep = limit_positions(files, labels, config["limit"], order)
+        return [files[p] for p in keep], labels[keep], limit_stats(labels, keep, len(files), order)
+
     def plan(self, config: Mapping[str, Any]):
-        _, lists = self._split(config["data"])
         for setting in SETTINGS:
-            n = len(lists[setting]) if config["limit"] is None else min(config["limit"], len(lists[setting]))
+            n = len(self._listed(config, setting)[0])
             for k, start in enumerate(range(0, n, config["shard_size"])):
                 yield Unit(f"{setting}/shard-{k:04d}", setting, {"start": start,
                                                                   "stop": min(n, start + config["shard_size"])})
 
     def samples(self, config: Mapping[str, Any], unit: Unit) -> ImageFolderSamples:
-        meta, lists = self._split(config["data"])
-        files = tuple(lists[unit.setting][unit.params["start"]:unit.params["stop"]])
-        types = meta["types"]
-        labels = np.asarray([types[os.path.basename(os.path.dirname(f))] for f in files], dtype=np.int64)
-        return ImageFolderSamples(Path("/"), files, labels, tuple(config["broad_types"]))
+        files, labels, _ = self._listed(config, unit.setting)
+        start, stop = unit.params["start"], unit.params["stop"]
+        return ImageFolderSamples(Path("/"), tuple(files[start:stop]), labels[start:stop], tuple(config["broad_types"]))
 
     def metrics(self, config, predictions, related=None) -> list[MetricRow]:
         setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}

@@ -93,6 +93,9 @@ class CorruptSettings:
     quality: int | None = 85
     #: A released layout to write (:data:`RELEASES`), or None for the ImageNet-C layout.
     release: str | None = None
+    #: With a released layout that resizes and crops (ImageNet-C-bar): pass an image already at
+    #: the crop size (224x224) through unchanged, instead of the reference's resize 256 + crop 224.
+    keep_input_size: bool = False
 
 
 def check_format(fmt: str) -> str:
@@ -105,14 +108,18 @@ def check_format(fmt: str) -> str:
 
 def make_settings(corruptions: str | Iterable[str] | None = "benchmark", severities: str | Iterable[int] = "1-5",
                   *, seed: int = 0, profile: str = "imagecorruptions", format: str = "jpeg",
-                  quality: int = 85, release: str | None = None) -> CorruptSettings:
+                  quality: int = 85, release: str | None = None, keep_input_size: bool = False) -> CorruptSettings:
     """Validate a user's choices into :class:`CorruptSettings`.
 
     ``corruptions``: names and subsets (``"noise,fog"``, ``"benchmark"``, ``"all"``; None: the
     release's set, else ``benchmark``); ``severities``: see :func:`parse_severities`; ``format``:
     ``jpeg`` or ``png``; ``release``: a released layout of :data:`RELEASES` (its corruptions must
-    be the set's; ``profile`` becomes the set's).
+    be the set's; ``profile`` becomes the set's); ``keep_input_size``: see :class:`ReferenceGeometry`
+    (only with a released layout that resizes, ImageNet-C-bar).
     """
+    if keep_input_size and (release is None or release in ARRAY_LAYOUTS):
+        raise InputError("--keep-input-size applies to --set imagenet-c-bar (which resizes to 256 and crops 224 "
+                         "before corrupting); other layouts corrupt every image at its own size: leave it out.")
     if release is not None:
         from ..errors import unknown_name
 
@@ -144,7 +151,7 @@ def make_settings(corruptions: str | Iterable[str] | None = "benchmark", severit
         raise InputError(f"seed {seed!r} is out of range: give an integer in [0, 2**32).")
     return CorruptSettings(tuple(resolve_corruptions(corruptions if isinstance(corruptions, str) else list(corruptions))),
                            parse_severities(severities), seed, check_profile(profile), fmt,
-                           quality if fmt == "jpeg" else None, release)
+                           quality if fmt == "jpeg" else None, release, bool(keep_input_size))
 
 
 def severity_dir(corruption: str, severity: int, release: str | None = None) -> str:
@@ -157,14 +164,47 @@ def severity_dir(corruption: str, severity: int, release: str | None = None) -> 
     return severity_folder(severity_parameter(corruption, severity, RELEASES[release][1]))
 
 
-def release_geometry(release: str | None):
-    """The picklable uint8 HxWx3 -> uint8 resize-and-crop a released layout applies before
-    corrupting (ImageNet-C-bar: shorter side 256, bilinear, centre crop 224), or None."""
+@dataclass(frozen=True)
+class ReferenceGeometry:
+    """The reference scripts' resize and crop before corrupting, a picklable uint8 HxWx3 -> uint8
+    224x224 function: the shorter side to ``resize`` (bilinear, PIL), then the centre ``crop``.
+
+    ``make_imagenet_c.py`` and ``make_imagenet_c_bar.py`` apply ``Resize(256)`` and
+    ``CenterCrop(224)`` to *every* image, so an image that is already 224x224 is enlarged to
+    256x256 and cropped (a zoom: 95 % of its values change). That is the default here.
+    ``keep_input_size`` passes such an image through unchanged instead (as a model's
+    preprocessing does with images at its input size): not the reference, so a run records it.
+    """
+
+    resize: int = 256
+    crop: int = 224
+    keep_input_size: bool = False
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        if self.keep_input_size and image.shape[:2] == (self.crop, self.crop):
+            return image
+        resize, crop = self._steps()
+        return crop.prepare_image(resize.prepare_image(image))  # resized is never crop x crop: always cropped
+
+    def pil(self, image):
+        """The same on a decoded PIL image (readers call it before converting to numpy): the same pixels."""
+        if self.keep_input_size and image.size == (self.crop, self.crop):
+            return image
+        resize, crop = self._steps()
+        return crop.prepare_pil(resize.prepare_pil(image))
+
+    def _steps(self):
+        from ..models.preprocessing import Preprocessing
+
+        return Preprocessing(resize=self.resize, interpolation="bilinear"), Preprocessing(crop=self.crop)
+
+
+def release_geometry(release: str | None, keep_input_size: bool = False):
+    """The resize-and-crop a released layout applies before corrupting (ImageNet-C-bar: the
+    reference's, :class:`ReferenceGeometry`), or None."""
     if release is None or release in ARRAY_LAYOUTS:
         return None
-    from ..models.preprocessing import Preprocessing
-
-    return Preprocessing(resize=256, crop=224, interpolation="bilinear").prepare_image
+    return ReferenceGeometry(keep_input_size=keep_input_size)
 
 
 # --- work items and paths ------------------------------------------------------------------
@@ -256,7 +296,7 @@ def run_task(task: Task) -> TaskResult:
     try:
         image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
                             min_size=MIN_SIZE)
-        geometry = release_geometry(s.release)
+        geometry = release_geometry(s.release, s.keep_input_size)
         if geometry is not None:
             image = geometry(image)
     except RobustlabError as exc:
@@ -331,7 +371,9 @@ def remove_outputs_of(dst: Path, relatives: Iterable[str], fmt: str) -> int:
 
 def _check_resume(dst: Path, settings: CorruptSettings) -> None:
     # a released layout changes the pixels too (geometry, table) and the folder names
-    check_resume(dst, SUMMARY_NAME, settings, (*RESUME_KEYS, "release"), what="outputs")
+    # outputs written before keep_input_size was recorded passed 224x224 images through
+    check_resume(dst, SUMMARY_NAME, settings, (*RESUME_KEYS, "release", "keep_input_size"), what="outputs",
+                 missing={"keep_input_size": lambda old: old.get("release") is not None})
 
 
 def _write_summary(dst: Path, summary: CorruptSummary) -> Path:

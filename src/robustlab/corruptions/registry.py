@@ -132,6 +132,7 @@ def declare(name: str, *, group: str, kernel: Kernel | str, benchmark: bool = Tr
     """Register the corruption ``name`` (see :class:`Corruption` for the fields); ``kernel`` and
     ``torch_kernel`` may name their function as ``"module:function"`` (a leading dot: relative to
     :mod:`robustlab.corruptions`), imported on first use."""
+    CORRUPTIONS.check_free(name)  # a built-in name, or one taken, is refused as such first
     so_far = CORRUPTIONS.registered_so_far()  # no plugin import in the middle of a registration
     taken = [*SUBSET_ALIASES, *{c.group for c in so_far}, *{s for c in so_far for s in c.sets}]
     if not name or not isinstance(name, str) or "," in name or name in taken:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.classification import (CIFAR10_CLASSES, ArraySamples, ClassMapLike, ImageFolderSamples, open_npy,
-                                   read_image_folder)
+from ..data.classification import (CIFAR10_CLASSES, ArraySamples, ClassMapLike, ImageFolderSamples, limited_rows,
+                                   open_npy, read_image_folder)
+from ..data.limits import DEFAULT_LIMIT_ORDER
 from ..errors import DataError, InputError
-from ..safeload import load_npy
+from ..safeload import as_integer_labels, load_npy
 from .checks import SEVERITIES
 
 __all__ = ["imagenet_c_folder", "imagenet_c_settings", "read_cifar_c", "read_imagenet_c"]
@@ -53,17 +54,21 @@ def imagenet_c_folder(root: str | os.PathLike, corruption: str, severity: int) -
 
 
 def read_imagenet_c(root: str | os.PathLike, corruption: str, severity: int, class_map: ClassMapLike = "auto", *,
-                    classes: Sequence[str] | None = None, limit: int | None = None) -> ImageFolderSamples:
+                    classes: Sequence[str] | None = None, limit: int | None = None,
+                    limit_order: str = DEFAULT_LIMIT_ORDER) -> ImageFolderSamples:
     """Read one corruption/severity of an ImageNet-C layout as an image folder."""
-    return read_image_folder(imagenet_c_folder(root, corruption, severity), class_map, classes=classes, limit=limit)
+    return read_image_folder(imagenet_c_folder(root, corruption, severity), class_map, classes=classes, limit=limit,
+                             limit_order=limit_order)
 
 
 def read_cifar_c(root: str | os.PathLike, corruption: str, severity: int, *,
-                 classes: Sequence[str] = CIFAR10_CLASSES, limit: int | None = None) -> ArraySamples:
+                 classes: Sequence[str] = CIFAR10_CLASSES, limit: int | None = None,
+                 limit_order: str = DEFAULT_LIMIT_ORDER) -> ArraySamples:
     """Read severity ``severity`` of ``<root>/<corruption>.npy`` (CIFAR-10-C, severity-major).
 
     The array has 5 x n rows (n = 10,000 in the release) and ``labels.npy`` the same number of
-    labels; rows ``(severity-1)*n .. severity*n`` are the severity's images.
+    labels; rows ``(severity-1)*n .. severity*n`` are the severity's images. A ``limit`` takes
+    the same images in every severity (:func:`robustlab.data.classification.limited_rows`).
     """
     base = Path(root)
     if int(severity) not in SEVERITIES:
@@ -78,12 +83,13 @@ def read_cifar_c(root: str | os.PathLike, corruption: str, severity: int, *,
     label_path = base / "labels.npy"
     if not label_path.is_file():
         raise DataError(f"CIFAR-10-C labels file {label_path} is missing.")
-    labels = np.asarray(load_npy(label_path, what="CIFAR-10-C labels file")).astype(np.int64).reshape(-1)
+    labels = as_integer_labels(load_npy(label_path, what="CIFAR-10-C labels file"),
+                               f"CIFAR-10-C labels file {label_path}")
     if len(labels) != len(images):
         raise DataError(f"{label_path} has {len(labels)} labels but {path} has {len(images)} images.")
     n = len(images) // 5
     start = (int(severity) - 1) * n
-    stop = start + (n if limit is None else min(n, int(limit)))
     if labels.size and (labels.min() < 0 or labels.max() >= len(classes)):
         raise DataError(f"{label_path} has labels outside 0..{len(classes) - 1}.")
-    return ArraySamples(path, start, stop, labels[start:stop], tuple(classes))
+    return limited_rows(ArraySamples(path, start, start + n, labels[start:start + n], tuple(classes)), limit,
+                        limit_order)

@@ -158,8 +158,10 @@ class BuildSummary:
 
 
 def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple[str, ...], *,
-                 what: str = "outputs") -> None:
-    """Refuse to resume into ``dst`` when its stored settings differ in any of ``resume_keys``."""
+                 what: str = "outputs", missing: dict[str, Any] | None = None) -> None:
+    """Refuse to resume into ``dst`` when its stored settings differ in any of ``resume_keys``.
+    ``missing``: for a key a summary written before it existed lacks, ``{key: old settings -> the
+    value those outputs were made with}``."""
     path = dst / summary_name
     if not path.exists():
         return
@@ -172,6 +174,9 @@ def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple
                         f"of the outputs in {dst}. Delete it to resume with the settings given now, or choose "
                         "another destination.") from exc
     new = asdict(settings)
+    for key, made_with in (missing or {}).items():
+        if key not in old:
+            old[key] = made_with(old)
     diff = [f"{k} {old.get(k)!r} (asked: {new[k]!r})" for k in resume_keys if old.get(k) != new[k]]
     if diff:
         raise InputError(f"{dst} already holds {what} made with {', '.join(diff)}; mixing them would give "
@@ -218,8 +223,20 @@ def check_destination(dst: str | os.PathLike, tool: str, record: str, *,
         name, owner = found
         where = f"{dst} is the output folder of {owner}" if here else f"{dst} lies inside {folder}, the output folder of {owner}"
         raise InputError(f"{where} (it holds {name}); {tool} would mix its files into it. Choose another output folder.")
-    if source is None:
-        return
+    if source is not None:
+        check_source_outside(target, dst, source)
+    if not (target / record).exists():  # a resume writes where it wrote before
+        image = first_image(target)
+        if image is not None:
+            raise InputError(f"the output folder {dst} holds images ({image}, ...): it is data, not an output folder. "
+                             f"{tool} marks its output folder, and every listing then skips that folder, so those "
+                             "images would vanish from every later evaluation of the dataset. Choose a new or empty "
+                             "output folder.")
+
+
+def check_source_outside(target: Path, dst: str | os.PathLike, source: str | os.PathLike) -> None:
+    """Refuse a source folder that is the output folder ``dst`` (``target``: its real path), or
+    lies inside it (see :func:`check_destination`)."""
     src = os.path.realpath(source)
     if src == str(target):
         raise InputError(f"the output folder {dst} is the source folder itself; give another output folder (one "
@@ -228,6 +245,31 @@ def check_destination(dst: str | os.PathLike, tool: str, record: str, *,
         raise InputError(f"the source folder {source} lies inside the output folder {dst}: outputs could overwrite "
                          "source images, or source images be taken for outputs. Give an output folder outside the "
                          "source (one beside it, or a subfolder of it: listings leave robustlab's outputs out).")
+
+
+def first_image(folder: Path) -> Path | None:
+    """An image file in ``folder`` or in one of its subfolders (a class layout), or None (also
+    when ``folder`` does not exist). Hidden entries are skipped; at most a few hundred entries
+    of each folder are looked at."""
+    from .images import is_image_file
+
+    def scan(path: Path):
+        try:
+            with os.scandir(path) as entries:
+                return [e for _, e in zip(range(500), entries) if not e.name.startswith(".")]
+        except OSError:
+            return []
+
+    top = scan(folder)
+    for entry in top:
+        if is_image_file(entry.name) and entry.is_file():
+            return Path(entry.path)
+    for entry in top:
+        if entry.is_dir(follow_symlinks=False):
+            found = next((Path(e.path) for e in scan(Path(entry.path)) if is_image_file(e.name) and e.is_file()), None)
+            if found is not None:
+                return found
+    return None
 
 
 def source_stamps(root: Path, relatives: Iterable[Any]) -> dict[str, list[int]]:

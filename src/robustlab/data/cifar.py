@@ -20,7 +20,8 @@ import numpy as np
 
 from ..errors import DataError
 from ..safeload import load_cifar_batch
-from .classification import CIFAR10_CLASSES, ArraySamples
+from .classification import CIFAR10_CLASSES, ArraySamples, limited_rows
+from .limits import DEFAULT_LIMIT_ORDER
 
 __all__ = ["SOURCE_HELP", "cifar_test_images", "find_test_batch", "read_cifar_test"]
 
@@ -69,10 +70,11 @@ def cifar_test_images(path: str) -> np.ndarray:
 
 
 def read_cifar_test(src: str | os.PathLike, *, classes: Sequence[str] = CIFAR10_CLASSES,
-                    limit: int | None = None) -> ArraySamples:
+                    limit: int | None = None, limit_order: str = DEFAULT_LIMIT_ORDER) -> ArraySamples:
     """The CIFAR-10 test set (``src`` as :func:`find_test_batch` takes it) as a sample set: rows in
-    the file's order, the first ``limit`` when given."""
+    the file's order; with ``limit``, the rows :func:`~robustlab.data.classification.limited_rows`
+    keeps (the same rows a limited CIFAR-10-C severity takes)."""
     path = find_test_batch(src)
     images, labels = _batch(path)
-    stop = len(images) if limit is None else min(len(images), int(limit))
-    return ArraySamples(path, 0, stop, labels[:stop].astype(np.int64), tuple(classes), opener=cifar_test_images)
+    whole = ArraySamples(path, 0, len(images), labels.astype(np.int64), tuple(classes), opener=cifar_test_images)
+    return limited_rows(whole, limit, limit_order)

@@ -28,18 +28,20 @@ import functools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import DataError, InputError, did_you_mean
-from ..fsutil import explain_os_error
+from ..fsutil import explain_os_error, not_a_folder
 from ..safeload import load_npy
 from .fingerprint import files_fingerprint
 from .folders import skipped_subfolders
 from .images import is_image_file, read_image, read_jpeg_bytes
+from .limits import DEFAULT_LIMIT_ORDER, check_limit_order, limit_positions, limit_stats
 from .wordnet import ilsvrc_wnids
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -68,6 +70,8 @@ class ImageFolderSamples:
     files: tuple[str, ...]
     labels: np.ndarray
     classes: tuple[str, ...]
+    #: What a limit took (:func:`robustlab.data.limits.limit_stats`), None when not limited.
+    limited: dict | None = field(default=None, kw_only=True)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -107,29 +111,111 @@ class ArraySamples:
     labels: np.ndarray
     classes: tuple[str, ...] = ()
     opener: Callable[[str], np.ndarray] | None = None
+    #: The file's rows this set takes, in order (a limited set's choice); ``start..stop`` then
+    #: index this tuple instead of the file. None: the rows ``start..stop`` themselves.
+    rows: tuple[int, ...] | None = field(default=None, kw_only=True)
+    #: What a limit took (:func:`robustlab.data.limits.limit_stats`), None when not limited.
+    limited: dict | None = field(default=None, kw_only=True)
 
     def __len__(self) -> int:
         return self.stop - self.start
 
+    def _row(self, i: int) -> int:
+        return self.start + i if self.rows is None else self.rows[self.start + i]
+
     @property
     def ids(self) -> tuple[str, ...]:
-        return tuple(str(i) for i in range(self.start, self.stop))
+        return tuple(str(self._row(i)) for i in range(len(self)))
 
     def id(self, i: int) -> str:
-        return str(self.start + i)
+        return str(self._row(i))
 
     def read(self, i: int) -> np.ndarray:
-        return np.ascontiguousarray((self.opener or open_npy)(str(self.path))[self.start + i])
+        return np.ascontiguousarray((self.opener or open_npy)(str(self.path))[self._row(i)])
 
     def fingerprint(self, mode: str = "stat") -> str:
         """The array file's fingerprint, with the rows taken and their labels."""
-        return files_fingerprint([(self.path.name, self.path)], mode,
-                                 extra=(self.start, self.stop, self.labels.tolist()))
+        taken = (self.start, self.stop) if self.rows is None else tuple(self.rows[self.start:self.stop])
+        return files_fingerprint([(self.path.name, self.path)], mode, extra=(*taken, self.labels.tolist()))
 
     def subset(self, start: int, stop: int) -> ArraySamples:
         n = len(self)
         start, stop = min(start, n), min(stop, n)
         return replace(self, start=self.start + start, stop=self.start + stop, labels=self.labels[start:stop])
+
+
+def limited_rows(samples: ArraySamples, limit: int | None, order: str = DEFAULT_LIMIT_ORDER) -> ArraySamples:
+    """The rows of ``samples`` (rows ``start..stop`` of its file) that a limit keeps, chosen by
+    position in the block (ids ``"0"``, ``"1"``...: so every severity block of a CIFAR-10-C file,
+    and the clean test set, take the same images) and label (:mod:`robustlab.data.limits`)."""
+    if limit is None:
+        return samples
+    n = len(samples)
+    positions = limit_positions([str(i) for i in range(n)], samples.labels, int(limit), order)
+    stats = limit_stats(samples.labels, positions, n, check_limit_order(order))
+    if order == "path":
+        return replace(samples, stop=samples.start + len(positions), labels=samples.labels[positions], limited=stats)
+    rows = tuple(samples.start + int(p) for p in positions) if samples.rows is None else \
+        tuple(samples.rows[samples.start + int(p)] for p in positions)
+    return replace(samples, start=0, stop=len(rows), rows=rows, labels=samples.labels[positions], limited=stats)
+
+
+@dataclass(frozen=True, eq=False)
+class SelectedSamples:
+    """Some samples of another sample set, by position (what a limit kept of an in-memory set):
+    ids, labels, classes and images are the base's at those positions."""
+
+    base: Any
+    positions: tuple[int, ...]
+    limited: dict | None = None
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def id(self, i: int) -> str:
+        get = getattr(self.base, "id", None)
+        p = self.positions[i]
+        return str(get(p)) if callable(get) else str(self.base.ids[p])
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(self.id(i) for i in range(len(self)))
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.asarray(self.base.labels)[list(self.positions)].astype(np.int64)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.base.classes
+
+    def read(self, i: int) -> np.ndarray:
+        return self.base.read(self.positions[i])
+
+    def fingerprint(self, mode: str = "stat") -> str:
+        """The base's fingerprint with the positions taken."""
+        import hashlib
+
+        own = getattr(self.base, "fingerprint", None)
+        text = f"{own(mode) if callable(own) else ''}|{','.join(map(str, self.positions))}"
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    def subset(self, start: int, stop: int) -> SelectedSamples:
+        return replace(self, positions=self.positions[start:stop])
+
+
+def limit_samples(samples: Any, limit: int | None, order: str = DEFAULT_LIMIT_ORDER) -> Any:
+    """Any labelled sample set (``ids``, ``labels``, ``read``) under a limit: ``samples`` itself
+    without one, its first ``limit`` under ``path`` order, else a :class:`SelectedSamples` of the
+    balanced choice (:mod:`robustlab.data.limits`)."""
+    if limit is None:
+        return samples
+    labels = np.asarray(samples.labels)
+    positions = limit_positions([str(i) for i in samples.ids], labels, int(limit), order)
+    stats = limit_stats(labels, positions, len(samples), check_limit_order(order))
+    if order == "path" and hasattr(samples, "subset"):  # the first N, as the set itself takes them
+        return samples.subset(0, len(positions))
+    return SelectedSamples(samples, tuple(int(p) for p in positions), stats)
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,7 +329,7 @@ def class_folders(root: str | os.PathLike) -> list[str]:
     """
     base = Path(root)
     if not base.is_dir():
-        raise DataError(f"dataset folder {base} does not exist or is not a folder; check the path.")
+        raise not_a_folder(base, "dataset folder")
     try:
         entries = list(os.scandir(base))
     except OSError as exc:
@@ -362,7 +448,8 @@ def image_names(folder: str | os.PathLike) -> list[str]:
 
 
 def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto", *,
-                      classes: Sequence[str] | None = None, limit: int | None = None) -> ImageFolderSamples:
+                      classes: Sequence[str] | None = None, limit: int | None = None,
+                      limit_order: str = DEFAULT_LIMIT_ORDER) -> ImageFolderSamples:
     """Read an image folder with one subfolder per class.
 
     Parameters
@@ -374,8 +461,12 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
     classes : sequence of str, optional
         Only these class folders (each must exist), e.g. one shard of a large set.
     limit : int, optional
-        Keep only the first ``limit`` images (in sorted order; folders are listed lazily, so a
-        small limit is fast on a huge set).
+        Keep only ``limit`` images, chosen by ``limit_order``.
+    limit_order : ``"balanced"`` (default) or ``"path"``
+        balanced: the same number from every class folder of ``root`` (``classes`` then keeps
+        those of its folders), chosen by a seeded hash of each relative path
+        (:mod:`robustlab.data.limits`); path: the first ``limit`` in sorted order (folders are
+        listed lazily, so a small limit is fast on a huge set).
 
     Raises
     ------
@@ -386,17 +477,15 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
     folders = class_folders(base)
     index, names = resolve_class_map(folders, class_map)
     wanted = folders if classes is None else list(classes)
+    if limit is not None and check_limit_order(limit_order) == "balanced":
+        return _balanced_folder(base, folders, index, names, wanted, int(limit))
     files: list[str] = []
     labels: list[int] = []
     for cls in wanted:
         if cls not in index:
             raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete "
                             "(re-extract it or evaluate fewer classes).")
-        try:
-            entries = image_names(base / cls)
-        except FileNotFoundError:
-            raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete.") from None
-        for name in entries:
+        for name in _class_files(base, cls):
             if limit is not None and len(files) >= limit:
                 break
             files.append(f"{cls}/{name}")
@@ -406,4 +495,37 @@ def read_image_folder(root: str | os.PathLike, class_map: ClassMapLike = "auto",
     if not files and (limit is None or limit > 0):
         raise DataError(f"no images found under {base} (looked in {len(wanted)} class folders for "
                         ".jpg/.jpeg/.png/... files).")
-    return ImageFolderSamples(base, tuple(files), np.asarray(labels, dtype=np.int64), names)
+    limited = None
+    if limit is not None:  # the total is not known: path order lists lazily
+        counts = [labels.count(index[cls]) for cls in wanted]
+        limited = {"order": "path", "samples": len(files), "of": None, "classes": len(wanted),
+                   "per_class": [min(counts), max(counts)] if counts else [0, 0]}
+    return ImageFolderSamples(base, tuple(files), np.asarray(labels, dtype=np.int64), names, limited=limited)
+
+
+def _class_files(base: Path, cls: str) -> list[str]:
+    """The image files of one class folder (sorted names), DataError when it is missing."""
+    try:
+        return image_names(base / cls)
+    except FileNotFoundError:
+        raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete.") from None
+
+
+def _balanced_folder(base: Path, folders: list[str], index: Mapping[str, int], names: tuple[str, ...],
+                     wanted: list[str], limit: int) -> ImageFolderSamples:
+    """:func:`read_image_folder` under a balanced limit: chosen among every class folder, then
+    the ``wanted`` ones kept (so a unit of some classes takes its part of the same choice)."""
+    for cls in wanted:
+        if cls not in index:
+            raise DataError(f"class folder {base / cls} is missing; the dataset is incomplete "
+                            "(re-extract it or evaluate fewer classes).")
+    files = [f"{cls}/{name}" for cls in folders for name in _class_files(base, cls)]
+    labels = np.asarray([index[f.split("/", 1)[0]] for f in files], dtype=np.int64)
+    if not files and limit > 0:
+        raise DataError(f"no images found under {base} (looked in {len(folders)} class folders for "
+                        ".jpg/.jpeg/.png/... files).")
+    positions = limit_positions(files, labels, limit, "balanced")
+    stats = limit_stats(labels, positions, len(files), "balanced")
+    keep = set(wanted)
+    chosen = [int(p) for p in positions if files[p].split("/", 1)[0] in keep]
+    return ImageFolderSamples(base, tuple(files[p] for p in chosen), labels[chosen], names, limited=stats)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import DataError
+from ..fsutil import not_a_folder
 from .images import IMAGE_EXTENSIONS, is_image_file
 
 #: Where COCO annotation files are looked for when none is given: ``<root>/annotations/``.
@@ -93,10 +94,8 @@ class ImageDataset:
 
 def _check_root(root: str | os.PathLike) -> Path:
     path = Path(root)
-    if not path.exists():
-        raise DataError(f"source folder {path} does not exist; check the path.")
     if not path.is_dir():
-        raise DataError(f"source {path} is a file, not a folder; give the folder that holds the images.")
+        raise not_a_folder(path, "source folder", "give the folder that holds the images")
     return path
 
 

@@ -17,10 +17,11 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
-from ..errors import InputError
+from ..errors import InputError, RobustlabWarning
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -33,13 +34,26 @@ def default_workers() -> int:
     return os.cpu_count() or 1  # pragma: no cover - macOS, Windows
 
 
+def cap_workers(workers: int, what: str = "--workers") -> int:
+    """``workers`` processes, at most the cores this process may use (:func:`default_workers`):
+    more only compete for the same cores, and each holds its own memory and semaphores (``-j
+    1000`` on 2 cores started 1,000 workers and leaked hundreds of semaphores). A capped count
+    says so once, as a :class:`~robustlab.errors.RobustlabWarning`."""
+    cores = default_workers()
+    if workers <= cores:
+        return workers
+    warnings.warn(f"{what} {workers} is more than the {cores} CPU core(s) this process may use; using {cores} "
+                  "worker(s).", RobustlabWarning, stacklevel=2)
+    return cores
+
+
 def worker_count(workers: int | None) -> int:
-    """The processes a dataset builder runs: ``workers``, or every core (:func:`default_workers`)
-    when None; InputError below 1."""
+    """The processes a dataset builder runs: ``workers`` (capped at the cores, :func:`cap_workers`),
+    or every core (:func:`default_workers`) when None; InputError below 1."""
     count = default_workers() if workers is None else int(workers)
     if count < 1:
         raise InputError(f"workers must be at least 1; got {workers}.")
-    return count
+    return cap_workers(count)
 
 
 #: How often the portable parent watch looks for the parent (seconds).

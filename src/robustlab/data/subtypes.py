@@ -338,12 +338,36 @@ def write_split(split: SubtypeSplit, out: str | os.PathLike) -> Path:
     """Write ``train.txt``, ``seen.txt``, ``unseen.txt`` (absolute image paths, one a line: listings
     ``robustlab finetune --data`` reads) and ``subtypes.json`` into ``out``; return ``out``."""
     dst = Path(out).expanduser().resolve()
+    texts = {f"{name}.txt": "\n".join(os.path.join(split.root, f) for f in getattr(split, name)) + "\n"
+             for name in ("train", "seen", "unseen")}
+    texts[SPLIT_FILE] = json.dumps(split.summary(), indent=1)
+    check_no_other_split(dst, texts)
     dst.mkdir(parents=True, exist_ok=True)
-    for name in ("train", "seen", "unseen"):
-        lines = list(getattr(split, name))
-        atomic_write_text(dst / f"{name}.txt", "\n".join(lines) + "\n")
-    atomic_write_text(dst / SPLIT_FILE, json.dumps(split.summary(), indent=1))
+    for name, text in texts.items():
+        atomic_write_text(dst / name, text)
     return dst
+
+
+def check_no_other_split(dst: Path, texts: dict[str, str]) -> None:
+    """Refuse to replace a split that ``dst`` holds with another one (the same split again is
+    fine): a model fine-tuned on the old ``train.txt`` would then meet its own training images
+    among the new split's held-out ones, and nothing would say so."""
+    present = [name for name in texts if (dst / name).exists()]
+    if not present:
+        return
+    differ = []
+    for name in present:
+        try:
+            old = (dst / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            old = None
+        if old != texts[name]:
+            differ.append(name)
+    if differ:
+        raise InputError(f"{dst} holds another subtype split already ({', '.join(differ)} differ): replacing it would "
+                         "put images a model was fine-tuned on (the old train.txt) into the new held-out seen set. "
+                         "Write the new split to another folder, or delete the old one first if nothing was trained "
+                         "on it.")
 
 
 def load_split(folder: str | os.PathLike) -> tuple[dict, dict[str, list[str]]]:

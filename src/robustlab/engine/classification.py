@@ -75,6 +75,7 @@ def classify_batch(model: torch.nn.Module, x: torch.Tensor, *, top_k: int = 5, s
         logits = model(x)
     name = getattr(model, "name", type(model).__name__)
     logits = check_logits(logits, x.shape[0], name, num_classes, check_values=False).float()
+    check_declared_classes(model, logits.shape[1])
     k = min(top_k, logits.shape[1])
     # NaN or +inf logits make their row's softmax NaN, so checking the top-k scores (N x k,
     # already on the CPU) catches them without another pass over the full logits.
@@ -143,3 +144,21 @@ def error_rows(counts: Mapping[str, tuple[int, int, int]]) -> Iterable[tuple[str
         if n:
             yield ("error", setting, e1 / n)
             yield ("top5_error", setting, e5 / n)
+
+
+def check_declared_classes(model, returned: int) -> None:
+    """The number of logits a model returned must be the number it declares (``--num-classes``,
+    a Classifier's ``num_classes``), on every batch: a model said to have 11 classes that returns
+    10 logits is an error, not a run that never predicts class 10.
+
+    Raises
+    ------
+    ModelError
+    """
+    declared = getattr(model, "num_classes", None)
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared != returned:
+        from ..errors import ModelError
+
+        name = getattr(model, "name", type(model).__name__)
+        raise ModelError(f"model {name!r} returned {returned} logits per image, but it declares {declared} classes "
+                         f"(--num-classes {declared} or its num_classes): give the number of classes the model outputs.")

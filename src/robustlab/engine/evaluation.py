@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.limits import limit_note
 from ..environment import describe_differences, distinct_environments
 from ..errors import InputError
 from ..models.preprocessing import Preprocessing
@@ -211,6 +212,10 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     bench_options, executor_options = split_options(bench, executor, options)
     runner = get_executor(executor, **executor_options)
     check_device(device)
+    if num_classes is not None:
+        from .options import check_positive
+
+        num_classes = check_positive("num_classes (--num-classes)", num_classes)
     run_options = RunOptions.of(precision, channels_last, compile, decode)
     config = run_config(bench, data, bench_options, device, tag=tag, max_pixels=max_pixels, run_options=run_options)
     model_options = {"preprocessing": None if preprocessing is None else Preprocessing.from_dict(preprocessing).to_dict(),
@@ -379,7 +384,8 @@ def finish_run(store, run_id: str, bench: Benchmark, config: Mapping[str, Any], 
                pending: bool) -> EvaluationResult:
     """Compute the metrics when they are missing (or units were just computed) and return the stored result."""
     record = store.get_run(run_id)
-    check_measured(store, run_id)  # every sample skipped: an error, never "complete" with an empty table
+    # every sample skipped, or no sample at all: an error, never "complete" with an empty table
+    check_measured(store, run_id, expects_samples=bench.runs_model)
     if pending or record.status != "complete" or not store.get_metrics(run_id):
         compute_metrics(store, run_id, bench, config, keys)
     return load_result(store, run_id, benchmark=bench)
@@ -426,29 +432,49 @@ def check_device(device: str | None) -> None:
         raise InputError(f"unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.")
 
 
-def check_measured(store, run_id: str) -> None:
-    """Raise when the run's stored units measured no sample at all (every one was skipped as a
-    problem: unreadable, too small, too large...): its metrics would be an empty table. The run
-    is marked failed; the error names how many samples were skipped, one example and the fix.
+def check_measured(store, run_id: str, *, expects_samples: bool = True) -> None:
+    """Raise when the run's stored units measured no sample at all: every one was skipped as a
+    problem (unreadable, too small, too large...), or the data held none (zero images, arrays of
+    zero rows; when ``expects_samples``: a benchmark that runs a model). Its metrics would be an
+    empty table. The run is marked failed; the error names what was found and the fix.
 
     Raises
     ------
     DataError
     """
+    from ..errors import DataError
+
     metas = store.unit_meta(run_id)
     measured = sum(int(m.get("n_samples", 0)) for m in metas.values())
     skipped = sum(int(m.get("n_skipped", 0)) for m in metas.values())
-    if not metas or measured or not skipped:
+    if measured or (not skipped and not expects_samples):
         return
-    from ..errors import DataError
-
+    if not skipped:
+        with contextlib.suppress(Exception):
+            store.set_run_status(run_id, "failed")
+        record = store.get_run(run_id)
+        raise DataError(f"run {run_id} has no samples to measure: its data ({record.dataset}) holds none in the "
+                        f"settings asked for ({len(metas)} unit(s), 0 samples; e.g. empty folders or arrays of zero "
+                        "rows). Nothing was measured, so the run has no numbers: check the data.")
     problems = store.problems(run_id)
     example = f" (e.g. {problems[0][1]}: {problems[0][2]})" if problems else ""
     with contextlib.suppress(Exception):
         store.set_run_status(run_id, "failed")
     raise DataError(f"every sample of run {run_id} was skipped: {skipped} of {skipped}{example}. Nothing was "
-                    "measured, so the run has no numbers. Fix or replace the files (or raise --max-pixels when "
-                    "they were too large), then evaluate again with --tag NAME (the data changed).")
+                    f"measured, so the run has no numbers. {skipped_fix(problems[0][2] if problems else '')}")
+
+
+def skipped_fix(message: str) -> str:
+    """What to do about samples skipped for the reason ``message`` says: the preprocessing asked for
+    (a crop larger than the images: a changed --crop or --resize is a new run by itself), the pixel
+    limit, or the files themselves (then a new run over the fixed data: --tag)."""
+    text = message.lower()
+    if "crop" in text or "resize" in text:
+        return ("The images are smaller than the preprocessing asks for: give a --resize at least as large as the "
+                "--crop, or a smaller --crop (the model's input size); a changed preprocessing is a new run by itself.")
+    if "over the limit" in text:
+        return "The images are larger than --max-pixels allows: raise it (a new run by itself)."
+    return ("Fix or replace the files, then evaluate again with --tag NAME (the data changed).")
 
 
 def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[str, Any], unit_keys: list[str]) -> None:
@@ -491,6 +517,9 @@ def load_result(store, run: str, *, benchmark: Benchmark | None = None) -> Evalu
                            f"({type(exc).__name__}: {exc}), so the metric rows are shown as stored.")
     elif metrics:
         notes = []
+    limited = limit_note(record.config)
+    if limited:
+        notices.append(limited)
     environments = distinct_environments(meta.get("environment") for meta in store.unit_meta(record.id).values())
     differ = describe_differences(environments, noun="environment")
     if differ:

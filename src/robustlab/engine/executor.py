@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import interrupts
+from ..data.jobs import cap_workers
 from ..errors import InputError
 from ..registry import Registry
 from .benchmark import Benchmark
@@ -413,7 +414,7 @@ class LocalExecutor(Executor):
         workers = default_workers() if workers is None else workers
         if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
             raise InputError(f"workers must be 0 or more; got {workers!r}.")
-        self.workers = int(workers)
+        self.workers = cap_workers(int(workers))
 
     def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
             batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating",

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.limits import DEFAULT_LIMIT_ORDER, LIMIT_ORDERS, check_limit_order
 from ..errors import DataError, InputError, unknown_name
 from ..models.preprocessing import Preprocessing
 from .schema import Option
@@ -128,7 +129,12 @@ def check_preprocessing_budget(preprocessing: Preprocessing | None, batch_size: 
 CORRUPTIONS = Option("corruptions", "str", help="Corruption names or subsets, comma-separated (benchmark, all, "
                      "holdout, noise, fog, ...; default: the 15 benchmark corruptions).", flags=("-c",))
 SEVERITIES = Option("severities", "str", help="Severities, e.g. 1-5 (default) or 1,3.", flags=("-s",))
-LIMIT = Option("limit", "int", help="Only the first N samples of each setting (a quick look).")
+LIMIT = Option("limit", "int", help="Only N samples of each setting (a quick look), the same number from each class "
+               "(see --limit-order).")
+LIMIT_ORDER = Option("limit_order", "str", DEFAULT_LIMIT_ORDER, choices=LIMIT_ORDERS,
+                     help="Which samples --limit takes: balanced (the same number per class, chosen by a seeded hash "
+                     "of each sample id: the same in every run) or path (the first N in path order, biased towards "
+                     "the first classes).")
 CLASS_MAP = Option("class_map", "str", help="Class indices: auto, imagenet, sorted or a JSON file.")
 SAVE_LOGITS = Option("save_logits", "bool", False, help="Also store full logits per sample.")
 TOP_K = Option("top_k", "int", 5, help="Classes stored per sample (top-k indices and scores).")
@@ -147,8 +153,24 @@ ALLOW_INCOMPLETE = Option("allow_incomplete", "bool", False, help="Evaluate a re
 
 #: The options above: well known across families, so the command line recognises them (``-c fog``)
 #: even for a benchmark that does not take them, and refuses them with that benchmark's reason.
-SHARED_OPTIONS = (CORRUPTIONS, SEVERITIES, LIMIT, CLASS_MAP, SAVE_LOGITS, TOP_K, CLEAN_DATA, CLEAN_RUN, BASELINE_RUN,
-                  PROFILE, CLASSES_PER_UNIT)
+SHARED_OPTIONS = (CORRUPTIONS, SEVERITIES, LIMIT, LIMIT_ORDER, CLASS_MAP, SAVE_LOGITS, TOP_K, CLEAN_DATA, CLEAN_RUN,
+                  BASELINE_RUN, PROFILE, CLASSES_PER_UNIT)
+
+
+def limit_config(limit: Any, order: Any, samples: Any = None) -> dict[str, Any]:
+    """A run's config entries of ``--limit`` and ``--limit-order``: ``{"limit": N}``, and when a
+    limit is given its ``limit_order`` and, from ``samples`` (a sample set a reader limited, see
+    :mod:`robustlab.data.limits`), ``limit_stats``: what ``show`` prints as "limited to N of M
+    samples, K per class". A run without a limit keeps the config (and so the run id) it always had."""
+    limit = check_positive("limit", limit)
+    order = check_limit_order(order)
+    if limit is None:
+        return {"limit": None}
+    out: dict[str, Any] = {"limit": limit, "limit_order": order}
+    stats = getattr(samples, "limited", None)
+    if stats:
+        out["limit_stats"] = dict(stats)
+    return out
 
 
 def shard_size_option(default: int) -> Option:

@@ -2,6 +2,8 @@
 
 Units are listed lazily, so the bar's total grows as units are listed; its description shows
 the units done and listed (``[3/12 units]``, ``[3/12+ units]`` while more are being planned).
+Until every unit is listed, the total is not known: neither the bar nor the log line shows a
+percentage or an ETA then (a run whose first units were listed could still be mostly ahead).
 Progress goes to stderr, so ``--json`` output on stdout stays machine-readable.
 
 Modes (``--progress``, :data:`PROGRESS_MODES`): ``bar`` (rich: samples done, images/s,
@@ -64,7 +66,7 @@ class RunProgress:
                 console=Console(stderr=True), transient=False,
             )
             self._progress.__enter__()
-            self._task = self._progress.add_task(self._label(), total=self._total or None)
+            self._task = self._progress.add_task(self._label(), total=self.known_total())
         return self
 
     def _label(self) -> str:
@@ -72,9 +74,13 @@ class RunProgress:
             return f"{self.description} [{self.units_done}/{self.total_units} units]"
         return f"{self.description} [{self.units_done}/{self.units_listed}+ units]"
 
+    def known_total(self) -> int | None:
+        """The samples to do, once every unit is listed (None before: no percentage, no ETA)."""
+        return (self._total or None) if self.total_units is not None else None
+
     def _refresh(self) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, description=self._label(), total=self._total or None)
+            self._progress.update(self._task, description=self._label(), total=self.known_total())
 
     def add_samples(self, n_samples: int) -> None:
         """A unit of ``n_samples`` was listed."""
@@ -144,8 +150,9 @@ class LogProgress:
 
     ``corrupted 3f2a1b: 12/96 units, 1,800/14,400 samples (12 %), 85.3 samples/s, ETA 2 min 28 s``
 
-    (``12/40+ units`` while units are still being listed; no ETA before the total is known), and
-    a last line when the run ends. A daemon thread writes the lines, so a slow batch does not
+    (``12/40+ units, 1,800 samples done, 85.3 samples/s, ETA when every unit is listed`` while units
+    are still being listed: no percentage and no ETA before the total is known), and a last line
+    when the run ends. A daemon thread writes the lines, so a slow batch does not
     silence them.
     """
 
@@ -188,16 +195,20 @@ class LogProgress:
         rate = self.samples_done / elapsed if elapsed > 0 else 0.0
         units = (f"{self.units_done}/{self.total_units} units" if self.total_units is not None
                  else f"{self.units_done}/{self.units_listed}+ units")
-        samples = f"{self.samples_done:,}" + (f"/{self._total:,}" if self._total else "") + " samples"
-        if self._total:
-            samples += f" ({100 * self.samples_done / self._total:.0f} %)"
+        known = self.total_units is not None or final
+        if known:
+            samples = f"{self.samples_done:,}" + (f"/{self._total:,}" if self._total else "") + " samples"
+            if self._total:
+                samples += f" ({100 * self.samples_done / self._total:.0f} %)"
+        else:  # more units may come: a percentage of what is listed so far would mislead
+            samples = f"{self.samples_done:,} samples done"
         if final:
             return f"{self.description}: done, {units}, {samples} in {duration_text(elapsed)} ({rate:.1f} samples/s)"
         left = (self._total - self.samples_done) / rate if self._total and rate > 0 else None
-        if left is None:
+        if not known:
+            eta = "ETA when every unit is listed"
+        elif left is None:
             eta = "ETA unknown"
-        elif self.total_units is None:  # more units may come: what is listed so far is a lower bound
-            eta = f"ETA at least {duration_text(left)} (units still being listed)"
         else:
             eta = f"ETA {duration_text(left)}"
         return f"{self.description}: {units}, {samples}, {rate:.1f} samples/s, {eta}"

@@ -78,7 +78,7 @@ class Option:
         return self.cli or "--" + self.name.replace("_", "-")
 
     def parse_text(self, text: str) -> Any:
-        """The value of a command-line string (``-o name=text`` or ``--name text``)."""
+        """The value of a command-line string (``-O name=text`` or ``--name text``)."""
         if self.type == "int":
             try:
                 return int(text)

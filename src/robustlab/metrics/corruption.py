@@ -319,6 +319,7 @@ def relative_ce_terms(
     baseline_clean_error: float | None = None,
     subset: str | list[str] | None = None,
     z: float = Z_95,
+    samples: int | Mapping[str, int] | None = None,
 ) -> dict[str, NormalisedTerm]:
     """Relative CE per corruption, with the reason where it is undefined.
 
@@ -327,7 +328,11 @@ def relative_ce_terms(
     clean data, its denominator the baseline's (fractions). It is undefined when the baseline's
     rise is not larger than its sampling margin (``z`` standard errors of the baseline's errors,
     from :attr:`CorruptionBaseline.samples`; 0 for the published AlexNet, whose rises are all
-    positive, so the paper's definition stands) -- including when the baseline's error drops.
+    positive, so the paper's definition stands) -- including when the baseline's error drops --
+    and when the *model's* error does not move with severity (:func:`flat_error`: its errors at
+    the 5 severities and clean are the same, at most one sample apart; exactly equal without
+    ``samples``): a model at chance level cannot degrade, and its relative CE of 0 would read as
+    perfect robustness.
 
     Parameters
     ----------
@@ -335,6 +340,9 @@ def relative_ce_terms(
         As in :func:`relative_corruption_errors`.
     z : float
         Standard errors in the margin (1.96: 95 %).
+    samples : int or mapping, optional
+        The model's samples per setting (one number, or per corruption): errors one sample apart
+        count as not moving. None: only exactly equal errors count so.
 
     Returns
     -------
@@ -349,8 +357,36 @@ def relative_ce_terms(
             f"baseline {base.name!r} has no clean error: pass baseline_clean_error=<fraction>."
         )
     names = _selected(means, base, subset, "errors")
-    return {c: normalised_term(c, means[c] - clean, base.errors[c] - base.clean_error, base.rise_margin(c, z))
-            for c in names}
+    terms = {c: normalised_term(c, means[c] - clean, base.errors[c] - base.clean_error, base.rise_margin(c, z))
+             for c in names}
+    for c in names:
+        per_severity = np.asarray(errors[c], dtype=float).reshape(-1)
+        n = samples.get(c) if isinstance(samples, Mapping) else samples
+        flat = flat_error(per_severity, clean, n, z) if per_severity.size == N_SEVERITIES else None
+        if flat is not None:
+            terms[c] = terms[c].undefined_by_model(flat)
+    return terms
+
+
+def flat_error(errors: Any, clean_error: float, samples: int | None = None, z: float = Z_95) -> str | None:
+    """Why a model's error does not move with severity (its errors at every severity and clean are
+    the same: at most one sample apart over ``samples`` images per setting, exactly equal without
+    ``samples``), or None when it moves. ``z`` is kept for the signature of the other rules.
+
+    >>> flat_error([0.667] * 5, 0.667)
+    "this model's error does not move with severity (66.7 % clean and at every severity): at chance level or blind to the corruption, it has no rise to compare"
+    >>> flat_error([0.3, 0.35, 0.4, 0.5, 0.6], 0.25) is None
+    True
+    """
+    values = np.append(np.asarray(errors, dtype=float).reshape(-1), float(clean_error))
+    spread = float(values.max() - values.min())
+    tolerance = 1.0 / samples if samples else 0.0
+    if spread > tolerance + 1e-12:
+        return None
+    where = (f"{100 * values.min():.1f} % clean and at every severity" if spread < 1e-12 else
+             f"{100 * values.min():.1f}-{100 * values.max():.1f} % clean and at every severity, one sample apart")
+    return (f"this model's error does not move with severity ({where}): at chance level or blind to the corruption, "
+            "it has no rise to compare")
 
 
 def relative_corruption_errors(

@@ -58,12 +58,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, InputError
-from ._checks import check_alpha
+from ..fsutil import check_input_file
+from ._checks import as_fraction_array, check_alpha, check_fraction
 from .stats import LinearFit, clopper_pearson, linear_fit
 
 __all__ = ["DEFAULT_TRANSFORM", "FIT_ON_CHOICES", "MIN_POINTS", "EffectiveRobustness", "FitOn", "PiecewiseFit",
            "ReferencePoint", "Trend", "effective_robustness", "fit_trend", "parse_fit_on", "read_reference_points",
-           "select_fit_points", "standard_models", "trend_or_reason"]
+           "reference_rows", "select_fit_points", "standard_models", "trend_or_reason"]
 
 #: The imagenet-testbed's axis scaling.
 DEFAULT_TRANSFORM = "logit"
@@ -259,8 +260,8 @@ def fit_trend(original: Sequence[float], shifted: Sequence[float], *, transform:
         Fewer than 3 models (on either side of a split), all original accuracies equal, or
         another accuracy of exactly 0 or 1 on a logit/probit axis, naming the model.
     """
-    xs = np.asarray(original, dtype=float).reshape(-1)
-    ys = np.asarray(shifted, dtype=float).reshape(-1)
+    xs = as_fraction_array(original, "original", ndim=1)
+    ys = as_fraction_array(shifted, "shifted", ndim=1)
     if xs.shape != ys.shape:
         raise InputError(f"original and shifted must have one value per model each, got {xs.size} and {ys.size}.")
     if names is not None and len(names) != xs.size:
@@ -325,9 +326,7 @@ def effective_robustness(fit: Trend, original: float, shifted: float, *, n_shift
     fit's band at ``original`` at 1 - alpha/2 (see the module docstring).
     """
     a = check_alpha(alpha)
-    for name, v in (("original", original), ("shifted", shifted)):
-        if not (isinstance(v, (int, float, np.floating)) and 0.0 <= float(v) <= 1.0):
-            raise InputError(f"{name} accuracy must be a fraction in [0, 1]; got {v!r}.")
+    original, shifted = check_fraction(original, "original accuracy"), check_fraction(shifted, "shifted accuracy")
     predicted = float(fit.predict(float(original)))
     value = float(shifted) - predicted
     if not n_shifted:
@@ -367,6 +366,30 @@ def _standard_mark(text: str, where: str) -> bool:
         return value in _TRUE
     raise DataError(f"{where}: standard={text!r} is not true or false; write true for a standard model (in the "
                     "trend), false otherwise.")
+#: The largest reference-points file read (imagenet-testbed's robustness_top1s.csv is about 100 KB).
+MAX_REFERENCE_BYTES = 64 * 2**20
+
+
+def reference_rows(path: str | os.PathLike) -> tuple[Path, list[list[str]]]:
+    """``(path, rows)`` of a reference-points CSV, checked to be a regular, non-empty, comma-separated
+    file with a header (DataError naming what is wrong otherwise)."""
+    p = check_input_file(path, "reference points file", max_bytes=MAX_REFERENCE_BYTES)
+    try:
+        with p.open(newline="", encoding="utf-8") as f:
+            rows = [row for row in csv.reader(f) if any(cell.strip() for cell in row)]
+    except OSError as exc:
+        raise DataError(f"cannot read reference points {p}: {exc.strerror or exc}.") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"reference points {p} is not a CSV text file ({exc}); it needs a header with model, original, "
+                        "shifted.") from None
+    if not rows:
+        raise DataError(f"reference points file {p} is empty; it needs a header with model, original, shifted.")
+    if len(rows[0]) == 1:
+        sep = next((s for s in (";", "\t", "|") if s in rows[0][0]), None)
+        how = f"separated by {sep!r}" if sep else "a single column"
+        raise DataError(f"reference points {p} is {how}, not comma-separated: write it as a CSV with commas, with "
+                        "the columns model, original, shifted (or imagenet-testbed's robustness_top1s.csv).")
+    return p, rows
 
 
 def read_reference_points(path: str | os.PathLike, *, original: str | None = None,
@@ -383,24 +406,20 @@ def read_reference_points(path: str | os.PathLike, *, original: str | None = Non
       ``imagenetv2-matched-frequency-format-val``; for ImageNet-A use
       ``val-on-imagenet-a-classes``).
 
-    Accuracies are percent (0-100) when any value in the two columns exceeds 1, else fractions.
+    Accuracies are percent (0-100) when any value in the two columns exceeds 1, else fractions;
+    a simple file that mixes the two (a row of fractions among percents) is refused, naming the
+    row (a wide table is read as the testbed writes it: percent, low-accuracy models included).
     Rows with an empty cell are skipped (the testbed leaves cells empty for settings a model was
     not run on).
 
     Raises
     ------
     DataError
-        A missing file, a missing column (naming the columns present), a non-number or an
-        accuracy outside [0, 100] % (naming the line and the model).
+        A missing file or one that is not a regular file (a FIFO, a device), an empty one, one
+        separated by ``;`` or tabs, a missing column (naming the columns present), a non-number,
+        fractions mixed with percents, or an accuracy outside [0, 100] % (naming the line and the model).
     """
-    p = Path(path).expanduser()
-    try:
-        with p.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read reference points {p}: {getattr(exc, 'strerror', None) or exc}.") from None
-    if not rows:
-        raise DataError(f"reference points file {p} is empty; it needs a header with model, original, shifted.")
+    p, rows = reference_rows(path)
     header = [h.strip() for h in rows[0]]
     model_col = _pick(header, ("model", "name"))
     x_col = original if original is not None else _pick(header, ORIGINAL_COLUMNS)
@@ -435,6 +454,16 @@ def read_reference_points(path: str | os.PathLike, *, original: str | None = Non
         mark = _standard_mark(row[istd], where) if istd is not None and istd < len(row) else None
         parsed.append((line, model, x, y, source, mark))
     scale = 100.0 if any(x > 1 or y > 1 for _, _, x, y, _, _ in parsed) else 1.0
+    # a simple table mixing fractions into percent rows (read as percent, they would move the fit);
+    # a wide table named by its columns is the testbed's, percent throughout, where a model below
+    # 1 % (e.g. trained on 50,000 images for 2 epochs) is genuine
+    simple = original is None and shifted is None
+    fractions = [(model, x, y) for _, model, x, y, _, _ in parsed if simple and scale == 100.0 and 0 < max(x, y) <= 1]
+    if fractions:
+        model, x, y = fractions[0]
+        raise DataError(f"reference points {p} mixes fractions and percents: {model} has {x:g} / {y:g} while other "
+                        f"rows are percent ({len(fractions)} such row(s)). Write every accuracy as percent (76.1) or "
+                        "every one as a fraction (0.761).")
     out = []
     for line, model, x, y, source, mark in parsed:
         if x / scale > 1 or y / scale > 1:

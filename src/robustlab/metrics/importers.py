@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError, InputError
+from ..fsutil import check_input_file
 
 __all__ = ["RestrictedUnpickler", "normalise_robustness_results", "read_mmdet_robustness_results",
            "read_rmse_csv", "restricted_loads"]
@@ -212,6 +213,10 @@ def normalise_robustness_results(raw: Any, *, task: str = "bbox", source: str = 
     return out
 
 
+#: The largest results pickle read (mmdetection's are a few KB: nested dicts of numbers).
+MAX_RESULTS_BYTES = 64 * 2**20
+
+
 def read_mmdet_robustness_results(path: str | os.PathLike, *, task: str = "bbox"
                                   ) -> dict[str, dict[int, dict[str, Any]]]:
     """Read an mmdetection robustness results pickle safely and normalise it.
@@ -231,7 +236,7 @@ def read_mmdet_robustness_results(path: str | os.PathLike, *, task: str = "bbox"
     InputError : the pickle asks for any global beyond plain data (e.g. ``os.system``).
     DataError : the file is missing, truncated or not in the expected nesting.
     """
-    path = Path(path)
+    path = check_input_file(path, "results pickle", max_bytes=MAX_RESULTS_BYTES)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -242,7 +247,7 @@ def read_mmdet_robustness_results(path: str | os.PathLike, *, task: str = "bbox"
 
 def read_rmse_csv(path: str | os.PathLike) -> dict[str, dict[int, float]]:
     """``{corruption: {severity: RMSE}}`` from a ``corruption,severity,RMSE`` CSV file."""
-    path = Path(path)
+    path = check_input_file(path, "RMSE table")
     try:
         text = path.read_text()
     except OSError as exc:

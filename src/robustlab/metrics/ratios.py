@@ -62,6 +62,9 @@ class NormalisedTerm:
         Sampling margin of the denominator (95 % half-width, same units; 0 for published numbers).
     value : float or None
         ``numerator / denominator`` when defined, else None.
+    why : str or None
+        Why the term is undefined when the reason is the model's, not the baseline's (its error
+        does not move with severity, so the ratio says nothing about it); None otherwise.
     """
 
     name: str
@@ -69,6 +72,7 @@ class NormalisedTerm:
     denominator: float
     margin: float
     value: float | None
+    why: str | None = None
 
     @property
     def defined(self) -> bool:
@@ -76,9 +80,12 @@ class NormalisedTerm:
 
     @property
     def reason(self) -> str | None:
-        """Why the term is undefined (None when defined), in words about the denominator."""
+        """Why the term is undefined (None when defined): the model's reason (:attr:`why`), else
+        in words about the denominator."""
         if self.defined:
             return None
+        if self.why:
+            return self.why
         if self.denominator <= 0:
             return f"the baseline's value is {self.denominator:+.4g}, not above 0"
         return (f"the baseline's value {self.denominator:.4g} is within its sampling error "
@@ -87,6 +94,10 @@ class NormalisedTerm:
     def to_dict(self) -> dict:
         return {"name": self.name, "value": self.value, "numerator": self.numerator,
                 "denominator": self.denominator, "margin": self.margin, "reason": self.reason}
+
+    def undefined_by_model(self, why: str) -> NormalisedTerm:
+        """This term, undefined because of the model (``why`` says how)."""
+        return NormalisedTerm(self.name, self.numerator, self.denominator, self.margin, None, why)
 
 
 def normalised_term(name: str, numerator: float, denominator: float, margin: float = 0.0) -> NormalisedTerm:

@@ -48,6 +48,7 @@ __all__ = [
     "bootstrap_accuracy_drop",
     "LinearFit",
     "linear_fit",
+    "correlation_p_value",
 ]
 
 
@@ -95,6 +96,27 @@ def clopper_pearson(successes: Any, trials: Any, *, alpha: float = 0.05) -> tupl
     if lo.ndim == 0:
         return float(lo), float(hi)
     return lo, hi
+
+
+def correlation_p_value(r: Any, n: Any) -> float:
+    """Two-sided p-value of a Pearson correlation ``r`` over ``n`` points (the t-test with n - 2
+    degrees of freedom); 1.0 when it is undefined (fewer than 3 points, or ``r`` NaN).
+
+    >>> round(correlation_p_value(0.053, 15), 2)
+    0.85
+    >>> correlation_p_value(0.99, 10) < 1e-6
+    True
+    """
+    for value, name in ((r, "r"), (n, "n")):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise InputError(f"{name} must be a number; got {value!r}.")
+    r, n = float(r), int(n)
+    if n < 3 or not np.isfinite(r):
+        return 1.0
+    if abs(r) >= 1.0:
+        return 0.0
+    t = r * np.sqrt((n - 2) / (1.0 - r * r))
+    return float(2 * scipy_stats().t.sf(abs(t), n - 2))
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,9 @@ def local_sources(module_name: str) -> dict[str, bytes]:
             continue
         seen.add(name)
         module = sys.modules.get(name)
-        file = getattr(module, "__file__", None)
+        file, package = getattr(module, "__file__", None), getattr(module, "__package__", None)
+        if module is None:  # imported later (inside a function, e.g. forward()): found without running it
+            file, package = _unimported_source(name)
         if not file or _is_library(name, Path(file)):
             continue
         path = Path(file)
@@ -79,17 +81,35 @@ def local_sources(module_name: str) -> dict[str, bytes]:
         except OSError:
             continue
         found[str(path)] = source
-        pending.extend(_imported_names(source, module))
+        pending.extend(_imported_names(source, package or ""))
     return found
 
 
-def _imported_names(source: bytes, module: Any) -> list[str]:
-    """Names of the modules an import statement of ``source`` may have bound (already imported)."""
+def _unimported_source(name: str) -> tuple[str | None, str | None]:
+    """``(file, package)`` of a module that is not imported yet, looked up without running any of
+    its code (only a top-level name, or one whose parent package is imported); (None, None) when
+    it cannot be found so."""
+    import importlib.util
+
+    parent = name.rpartition(".")[0]
+    if parent and parent not in sys.modules:
+        return None, None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None, None
+    if spec is None or not spec.has_location or not spec.origin:
+        return None, None
+    return spec.origin, spec.parent
+
+
+def _imported_names(source: bytes, package: str) -> list[str]:
+    """Names of the modules an import statement of ``source`` (of ``package``) names: those
+    imported already, and local ones not imported yet (an import inside a function)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    package = getattr(module, "__package__", None) or ""
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -104,12 +124,45 @@ def _imported_names(source: bytes, module: Any) -> list[str]:
             if base:
                 names.append(base)
             names += [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
-    return [n for n in names if n in sys.modules]
+    return [n for n in names if n in sys.modules or _unimported_source(n)[0] is not None]
 
 
 def _is_library(name: str, path: Path) -> bool:
     top = name.split(".")[0]
     return top == "robustlab" or top in sys.stdlib_module_names or _is_installed(path)
+
+
+#: Folders whose files describe the machine, not a model (``/proc/cpuinfo`` read by a library).
+_SYSTEM_FOLDERS = ("/proc/", "/sys/", "/dev/")
+
+
+def is_local_code(module_name: str, filename: str, *, data: bool = False) -> bool:
+    """Whether ``filename`` (of module ``module_name``) is the user's own: not robustlab, not the
+    standard library, not an installed package, not a frozen or generated module. With ``data``,
+    whether a file read by a build is the user's data (neither a library's file nor a system file
+    under /proc, /sys or /dev)."""
+    if not filename or filename.startswith("<") and not filename.startswith(("<ipython-input", "<stdin>")):
+        return False
+    if data:
+        if filename.startswith(_SYSTEM_FOLDERS):
+            return False
+        path = Path(filename)
+        return not (_is_installed(path) or _within(path, _robustlab_root()))
+    if module_name and _is_library(module_name, Path(filename)):
+        return False
+    return not filename.startswith("<frozen") and not _within(Path(filename), _robustlab_root())
+
+
+@functools.lru_cache(maxsize=1)
+def _robustlab_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def _within(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root)
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=1)

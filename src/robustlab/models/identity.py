@@ -112,7 +112,8 @@ def model_hash(model: nn.Module) -> str:
     for path, module in modules:
         cls = type(module)
         local = code_identity(cls.__module__).startswith("source:")
-        described.append({"path": path, "class": class_identity(cls), "attributes": {} if local else _attributes(module)})
+        described.append({"path": path, "class": class_identity(cls),
+                          "attributes": _data_attributes(module) if local else _attributes(module)})
     _update(h, "modules", _canonical_json(described).encode())
     if isinstance(model, nn.Module):
         hash_state(h, model)
@@ -175,8 +176,29 @@ def _attributes(module: nn.Module) -> dict[str, Any]:
         described = _value(value)
         if described is not _SKIP:
             out[key] = described
-    if adapter and isinstance(module.source, Mapping) and module.source.get("code"):
-        out["code"] = module.source["code"]  # a python: factory's own source (see sources.load_python)
+    if adapter and isinstance(module.source, Mapping):
+        if module.source.get("code"):
+            out["code"] = module.source["code"]  # a python: factory's own source (see sources.load_python)
+        if module.source.get("inputs"):  # the files and variables its build read (models.build_inputs)
+            out["inputs"] = module.source["inputs"]
+    return out
+
+
+def _data_attributes(module: nn.Module) -> dict[str, Any]:
+    """The tensors and arrays a module of a local class keeps as plain attributes (not in its
+    state dict): they decide its predictions as much as its weights do. Other attributes of a
+    local class (counters, caches of numbers) are left out."""
+    out = {}
+    for key, value in sorted(vars(module).items()):
+        if key.startswith("__") or key in ("_parameters", "_buffers", "_modules"):
+            continue
+        if isinstance(value, (list, tuple, Mapping)) and not value:
+            continue
+        if isinstance(value, (torch.Tensor, np.ndarray)) or (isinstance(value, (list, tuple)) and all(
+                isinstance(v, (torch.Tensor, np.ndarray)) for v in value)):
+            described = _value(value)
+            if described is not _SKIP:
+                out[key] = described
     return out
 
 

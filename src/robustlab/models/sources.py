@@ -24,6 +24,7 @@ from torch import nn
 
 from ..errors import DataError, InputError, ModelError, RobustlabError, unknown_name
 from .detection import load_torchvision_detector
+from .build_inputs import INPUTS_ATTRIBUTE, input_identity, inputs_changed, record_build_inputs
 from .code_identity import code_identity
 from .hub import timm_weights_guard
 from .preprocessing import Preprocessing
@@ -298,7 +299,24 @@ def load_python(rest: str, options: dict[str, Any]) -> Model:
                          f".py file: {usage}.")
     if not attr.isidentifier():
         raise InputError(f"python model spec 'python:{rest}': {attr!r} is not a Python name: {usage}.")
-    module = _import_module(module_name)
+    with record_build_inputs() as inputs:
+        module = _import_module(module_name)
+        factory = _factory(module, module_name, attr, rest, usage)
+        built = _call_factory(factory, rest, attr)
+    inputs.merge(getattr(module, INPUTS_ATTRIBUTE, None))  # what its first import read (a cached module)
+    model = wrap_model(built, name=f"python:{module_name}:{attr}", **options)
+    # the factory's own code (and the local modules it imports) decides the model too, and so do
+    # the files and environment variables the build read (robustlab.models.build_inputs)
+    model.source.update({"source": "python", "factory": f"{module_name}:{attr}",
+                         "code": code_identity(module.__name__)})
+    read = input_identity(inputs)
+    if read:
+        model.source["inputs"] = read
+    return model
+
+
+def _factory(module: Any, module_name: str, attr: str, rest: str, usage: str):
+    """The callable ``attr`` of the imported model module (InputError naming the ones it has)."""
     try:
         factory = getattr(module, attr)
     except AttributeError:
@@ -310,14 +328,20 @@ def load_python(rest: str, options: dict[str, Any]) -> Model:
     if not callable(factory):
         raise InputError(f"python:{rest}: {attr} in {module_name} is not callable (its type is {type(factory).__name__}); "
                          f"{usage}.")
-    built = factory()
+    return factory
+
+
+def _call_factory(factory: Any, rest: str, attr: str) -> Any:
+    """The model the factory builds; its failures (an exception, ``sys.exit``) as a ModelError."""
+    try:
+        built = factory()
+    except SystemExit as exc:
+        raise ModelError(f"python:{rest}: {attr}() called sys.exit({exc.code!r}) instead of returning the model; a "
+                         "model factory must return it (an nn.Module, a callable, or a Classifier/Detector).") from None
     if built is None:
         raise ModelError(f"python:{rest}: {attr}() returned None; it must return the model (an nn.Module, a "
                          "callable, or a robustlab Classifier/Detector).")
-    model = wrap_model(built, name=f"python:{module_name}:{attr}", **options)
-    # the factory's own code (and the local modules it imports) decides the model too
-    model.source.update({"source": "python", "factory": f"{module_name}:{attr}", "code": code_identity(module.__name__)})
-    return model
+    return built
 
 
 def _import_module(module_name: str):
@@ -328,23 +352,38 @@ def _import_module(module_name: str):
         mod_name = f"_robustlab_user_{hashlib.blake2b(str(path.resolve()).encode(), digest_size=6).hexdigest()}"
         source_digest = hashlib.sha256(path.read_bytes()).hexdigest()
         loaded = sys.modules.get(mod_name)
-        if loaded is not None and getattr(loaded, "__robustlab_source_sha256__", None) == source_digest:
-            return loaded  # the file is unchanged since it was run: an edited file is run again
+        if loaded is not None and getattr(loaded, "__robustlab_source_sha256__", None) == source_digest and \
+                not inputs_changed(getattr(loaded, "__robustlab_input_identity__", {})):
+            return loaded  # the file and what it read are unchanged since it was run: else it is run again
         spec = importlib.util.spec_from_file_location(mod_name, path)
         module = importlib.util.module_from_spec(spec)
         module.__robustlab_source_sha256__ = source_digest
         sys.modules[mod_name] = module
         try:
-            spec.loader.exec_module(module)
+            with record_build_inputs() as at_import:
+                spec.loader.exec_module(module)
         except BaseException as exc:
             sys.modules.pop(mod_name, None)
+            if isinstance(exc, SystemExit):
+                raise ModelError(f"running the model file {path} called sys.exit({exc.code!r}); a model file must "
+                                 "define the factory and return, not exit.") from None
             if not isinstance(exc, Exception):
                 raise
             raise ModelError(f"running the model file {path} failed: {type(exc).__name__}: {exc}. "
                              "Run with --debug for the traceback.") from exc
+        setattr(module, INPUTS_ATTRIBUTE, at_import)
+        module.__robustlab_input_identity__ = input_identity(at_import)  # the files as the import read them
         return module
     try:
-        return importlib.import_module(module_name)
+        with record_build_inputs() as at_import:
+            module = importlib.import_module(module_name)
+        if not hasattr(module, INPUTS_ATTRIBUTE):
+            setattr(module, INPUTS_ATTRIBUTE, at_import)
+        module.__robustlab_input_identity__ = input_identity(at_import)  # the files as the import read them
+        return module
+    except SystemExit as exc:
+        raise ModelError(f"importing the model module {module_name!r} called sys.exit({exc.code!r}); a model module "
+                         "must define the factory and return, not exit.") from None
     except ModuleNotFoundError as exc:
         raise InputError(f"cannot import module {module_name!r} for the model: {exc}. Make it importable "
                          "(pip install it or add its folder to PYTHONPATH) or give a .py file path.") from exc

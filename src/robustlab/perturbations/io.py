@@ -298,7 +298,7 @@ def check_frame_count(n: int, path: str | os.PathLike, *, expected: int | None =
     if expected is not None and n != expected:
         raise DataError(f"{path} has {n} frames, expected {expected}; the file is truncated, belongs to another "
                         "perturbation, or was made in the other setting (ImageNet-P and CIFAR-10-P sequences have "
-                        "different lengths: pass -o setting=cifar or -o setting=imagenet, or -o frames=any). "
+                        "different lengths: pass -O setting=cifar or -O setting=imagenet, or -O frames=any). "
                         "Otherwise re-download or regenerate it.")
     if stride is not None and n <= stride:
         raise DataError(f"{path} has {n} frame(s), too few for stride {stride} (needs at least {stride + 1}); "

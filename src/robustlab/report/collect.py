@@ -71,5 +71,16 @@ def metric_table(result) -> Mapping[tuple[str, str], float]:
 
 
 def short_model(name: str, width: int = 28) -> str:
-    """A model name short enough for a legend."""
-    return name if len(name) <= width else "…" + name[-(width - 1):]
+    """A model name short enough for a legend, shortened in the middle: its source prefix and its
+    end (the file, the callable, the options) stay, so ``python:…/models/net.py:build`` is not cut
+    to ``…/models/net.py:build`` (or to a path's middle).
+
+    >>> short_model("python:/home/me/experiments/2024/models/resnet_variant.py:build")
+    'python:…net_variant.py:build'
+    >>> short_model("timm:resnet18")
+    'timm:resnet18'
+    """
+    if len(name) <= width:
+        return name
+    prefix = name.split(":", 1)[0] + ":" if ":" in name and len(name.split(":", 1)[0]) < width // 2 else ""
+    return prefix + "…" + name[-(width - len(prefix) - 1):]

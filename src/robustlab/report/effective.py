@@ -34,7 +34,8 @@ import numpy as np
 from ..errors import DataError
 from ..metrics.effective_robustness import (DEFAULT_TRANSFORM, EffectiveRobustness, FitOn, PiecewiseFit,
                                             ReferencePoint, Trend, effective_robustness, parse_fit_on,
-                                            read_reference_points, select_fit_points, trend_or_reason)
+                                            read_reference_points, reference_rows, select_fit_points,
+                                            trend_or_reason)
 from ..metrics.stats import clopper_pearson
 from . import figures as F
 from .collect import short_model
@@ -96,12 +97,8 @@ def reference_points_for(path: str | Path, pair: Mapping) -> list[ReferencePoint
     applies to every shift; the imagenet-testbed's wide ``robustness_top1s.csv`` is read through
     the pair's ``testbed_columns``.
     """
-    p = Path(path).expanduser()
-    try:
-        with p.open(newline="", encoding="utf-8") as f:
-            header = [h.strip() for h in next(csv.reader(f), [])]
-    except OSError as exc:
-        raise DataError(f"cannot read reference points {p}: {exc.strerror or exc}.") from None
+    p, rows = reference_rows(path)
+    header = [h.strip() for h in rows[0]]
     lowered = [h.lower() for h in header]
     if "original" in lowered or "original_accuracy" in lowered:
         points = read_reference_points(p)
@@ -115,6 +112,8 @@ def reference_points_for(path: str | Path, pair: Mapping) -> list[ReferencePoint
     columns = pair.get("testbed_columns")
     if columns and all(c in header for c in columns):
         return read_reference_points(p, original=columns[0], shifted=columns[1])
+    if "model" not in lowered and "name" not in lowered:  # neither layout: never silently no points
+        read_reference_points(p)  # raises, naming the columns it lacks and those it has
     return []
 
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from . import figures as F
 from .collect import Estimate, metric_table
-from .section_base import CI_LEGEND, ReportContext, Section, label, register_headline, register_section, short_path
+from .section_base import (CI_LEGEND, ReportContext, Section, register_headline, register_section, run_labels,
+                           short_path)
 
 
 @register_headline("adversarial")
@@ -35,6 +36,7 @@ def adversarial_section(results: Sequence, context: ReportContext | None = None)
                          "\"not monotone\": accuracy climbs back at larger eps, so the attack fails there and R "
                          "overstates robustness (the notes say where; compare PGD).")
     norm_x, norm_y, acc_y, acc_band = {}, {}, {}, {}
+    names = run_labels(results)
     for r in results:
         s, t = r.summary or {}, metric_table(r)
         curve = s.get("curve") or []
@@ -45,7 +47,8 @@ def adversarial_section(results: Sequence, context: ReportContext | None = None)
         sec.rows.append([r.model, short_path(r.dataset), f"{s.get('attack', '?')} {s.get('norm', '')}",
                          clean.percent() if clean else "–", r_text, r.run_id[:10]])
         attack = str(s.get("attack", "")).upper()
-        name = (f"{label(r)} ({attack}, R = {rv:.3f})" if rv is not None else f"{label(r)} ({attack}, R undefined)")
+        name = (f"{names[r.run_id]} ({attack}, R = {rv:.3f})" if rv is not None else
+                f"{names[r.run_id]} ({attack}, R undefined)")
         eps = [p["eps"] for p in curve]
         if eps and all(p.get("normalised") is not None for p in curve):
             norm_x[name], norm_y[name] = eps, [p["normalised"] for p in curve]
@@ -54,7 +57,7 @@ def adversarial_section(results: Sequence, context: ReportContext | None = None)
             if all(p.get("low") is not None for p in curve):
                 acc_band[name] = ([100 * p["low"] for p in curve], [100 * p["high"] for p in curve])
             norm_x.setdefault(name, eps)
-        sec.notes += [f"{label(r)}: {n_}" for n_ in r.notes]
+        sec.notes += [f"{names[r.run_id]}: {n_}" for n_ in r.notes]
     sec.notes += attack_comparison(results)
     if norm_y:
         sec.figures.append(F.lines("normalised-accuracy-vs-eps", "Normalised accuracy vs attack strength",

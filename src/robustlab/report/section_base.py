@@ -139,20 +139,30 @@ def label(result) -> str:
 
 def run_labels(results: Sequence) -> dict[str, str]:
     """``{run id: legend label}``: the model; where runs of one model share a section, plus what
-    tells them apart (the benchmark, else the data folder's name), else the run id."""
+    tells them apart (the benchmark, else the data folder's name, else the options that differ,
+    e.g. ``limit=50``), else the run id."""
+    from ..engine.listing import differing_settings, value_text
+
     by_model: dict[str, list] = defaultdict(list)
     for r in results:
         by_model[short_model(r.model)].append(r)
     out: dict[str, str] = {}
     for name, runs in by_model.items():
-        benches = {r.benchmark for r in runs}
+        benches, datasets = {r.benchmark for r in runs}, {r.dataset for r in runs}
+        settings = differing_settings(runs) if len(runs) > 1 else {}
         for r in runs:
+            differ = {k: v for k, v in settings.get(r.run_id, {}).items()
+                      if len({repr((other.config or {}).get(k)) for other in runs}) > 1}
             if len(runs) == 1:
                 out[r.run_id] = name
             elif len(benches) > 1:
                 out[r.run_id] = f"{name} · {r.benchmark}"
-            else:
+            elif len(datasets) > 1:
                 out[r.run_id] = f"{name} · {short_path(r.dataset.rstrip('/').rsplit('/', 1)[-1], 18)}"
+            elif differ:
+                out[r.run_id] = f"{name} · " + " ".join(f"{k}={value_text(v)}" for k, v in list(differ.items())[:2])
+            else:
+                out[r.run_id] = name
     seen: dict[str, int] = {}
     for text in out.values():
         seen[text] = seen.get(text, 0) + 1
@@ -243,22 +253,30 @@ def short_path(path: str, width: int = 36) -> str:
 
 #: Fewest points (models) a least-squares line with its 95% band is drawn from.
 MIN_FIT_POINTS = 5
+#: The p-value of the correlation under which that line is drawn (above it there is no trend to show).
+FIT_SIGNIFICANCE = 0.05
 
 
 def accuracy_scatter(key: str, title: str, points: dict, xlabel: str, ylabel: str) -> F.Figure:
     """Clean vs shifted accuracy per model, with a least-squares fit across models when 3 or more."""
     from ..metrics.effective_robustness import fit_trend
 
-    fit = None
+    from ..metrics.stats import correlation_p_value
+
+    fit, weak = None, None
     if len(points) >= MIN_FIT_POINTS:
         xs = [p[0] for p in points.values()]
         try:
             fit = fit_trend(xs, [p[1] for p in points.values()], transform="linear")
         except InputError:
             fit = None
+        if fit is not None and correlation_p_value(fit.r, fit.n) >= FIT_SIGNIFICANCE:
+            weak, fit = (fit.r, correlation_p_value(fit.r, fit.n)), None  # no trend to draw
     caption = ("Each point is a model, with exact 95% Clopper-Pearson intervals; the dotted line is no drop"
                + ("; the solid line is the least-squares fit across models with its 95% band." if fit else
                   f". No fitted line or confidence band: {len(points)} model{'s' if len(points) != 1 else ''}, and a "
                   f"band from fewer than {MIN_FIT_POINTS} points covers almost any line, so it would say nothing."
-                  if len(points) < MIN_FIT_POINTS else " No fitted line: the models' accuracies do not differ."))
+                  if len(points) < MIN_FIT_POINTS else
+                  f". No fitted line: the correlation across models is not significant (r = {weak[0]:.3f}, p = "
+                  f"{weak[1]:.2f})." if weak else " No fitted line: the models' accuracies do not differ."))
     return F.scatter_with_fit(key, title, caption, points, xlabel=xlabel, ylabel=ylabel, fit=fit)

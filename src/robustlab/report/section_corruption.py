@@ -8,12 +8,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..benchmarks.corruption import NOT_COMPARABLE_LABEL
+from ..metrics.corruption import HOLDOUT_CORRUPTIONS
 from . import figures as F
 from .collect import Estimate, metric_table
 from .examples import corruption_examples
 from .section_base import (CI_LEGEND, ReportContext, Section, accuracy_scatter, common_denominator, comparability,
                            first_value, label, labelled, pct, ratio_denominator, register_headline, register_section,
-                           short_path, terms_text)
+                           run_labels, short_path, terms_text)
 from .variants import PairedDifference, paired_corruption_differences, variant_pairs, verdict_note
 
 
@@ -39,6 +40,10 @@ def corruption_headline(result, results: Sequence = (), store=None) -> list[str]
     return parts + ratios
 
 
+#: How the CE chart marks a held-out (validation) corruption, which mCE does not average.
+HELD_OUT_MARK = "†"
+
+
 @register_section("corruption")
 def corruption_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("corruption", "Common corruptions (ImageNet-C)",
@@ -56,6 +61,7 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
     ce_series, sev_series, sev_x, points = {}, {}, {}, {}
     categories: list[str] = []
     not_comparable, denominators = [], []
+    names = run_labels(results)
     for r in results:
         t, s = metric_table(r), r.summary or {}
         clean_err = s.get("clean_error")
@@ -76,29 +82,34 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
             for c in ces:
                 if c not in categories:
                     categories.append(c)
-            ce_series[labelled(label(r), own)] = ces
+            ce_series[labelled(names[r.run_id], own)] = ces
             denominators.append(denominator)
             if own:
-                not_comparable.append(label(r))
+                not_comparable.append(names[r.run_id])
         sevs = sorted({int(k) for v in corr.values() for k, e in (v.get("errors") or {}).items() if e is not None})
         if sevs:
             xs = ([0] if clean_err is not None else []) + sevs
             ys = ([clean_err] if clean_err is not None else []) + [
                 float(np.mean([v["errors"][str(k)] for v in corr.values() if v["errors"].get(str(k)) is not None]))
                 for k in sevs]
-            sev_x[label(r)], sev_series[label(r)] = xs, [100 * y for y in ys]
+            sev_x[names[r.run_id]], sev_series[names[r.run_id]] = xs, [100 * y for y in ys]
         if clean is not None and mca is not None:
-            points[label(r)] = (clean.value, mca, (clean.low, clean.high), None)
-        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+            points[names[r.run_id]] = (clean.value, mca, (clean.low, clean.high), None)
+        sec.notes += [f"{names[r.run_id]}: {n}" for n in r.notes]
     if ce_series:
         base = common_denominator(denominators)
+        held_out = [c for c in categories if c in HOLDOUT_CORRUPTIONS]
+        shown = [f"{c} {HELD_OUT_MARK}" if c in held_out else c for c in categories]
         sec.figures.append(F.bar_groups(
             "ce-per-corruption", "Corruption error per corruption",
             f"CE per corruption: the model's error divided by that of {base} (%); the dashed line is {base} (100). "
             "Lower is more robust. A missing bar is an undefined CE (the baseline's error within its sampling error)."
+            + (f" {HELD_OUT_MARK} held out: {', '.join(held_out)} {'is a' if len(held_out) == 1 else 'are'} "
+               "ImageNet-C's validation corruption(s), shown but not averaged into mCE (the mean of the 15 benchmark "
+               "corruptions)." if held_out else "")
             + (f" {', '.join(not_comparable)}: {NOT_COMPARABLE_LABEL} (errors on their own data divided by "
                "AlexNet's published ImageNet-C errors)." if not_comparable else ""),
-            categories, {m: [100 * v.get(c, np.nan) for c in categories] for m, v in ce_series.items()},
+            shown, {m: [100 * v.get(c, np.nan) for c in categories] for m, v in ce_series.items()},
             ylabel=f"CE (% of {_short(base)})", reference=100, reference_label=f"{_short(base)} (100)"))
     if sev_series:
         sec.figures.append(F.lines(

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..metrics.under_corruption import rpc_undefined_reason
+from ..metrics.stats import correlation_p_value
 from . import figures as F
 from .collect import metric_table
 from .section_base import ReportContext, Section, short_path, register_headline, register_section, run_labels
@@ -77,18 +78,27 @@ def rmse_per_corruption(result) -> dict[str, float]:
     return {c: float(np.mean(v)) for c, v in cells.items()}
 
 
+#: The p-value under which a correlation counts as significant, and a fitted line is drawn.
+SIGNIFICANCE = 0.05
+
+
 def rmse_scatter(points: dict[str, tuple[list[float], list[float], list[str], tuple[float, float] | None]],
                  *, metric: str) -> F.Figure:
     """RMSE (x) vs rPC (y, %) per corruption, one colour per model, with each run's fitted line."""
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     named: dict[str, tuple[float, float]] = {}
+    unfitted: list[str] = []
     for name, (xs, ys, labels, line) in points.items():
         (dots,) = ax.plot(xs, [100 * y for y in ys], "o", markersize=4, label=name)
         for x, y, text in zip(xs, ys, labels):
             named.setdefault(text, (x, 100 * y))  # each corruption named once (same RMSE for every model)
-        if line is not None and np.all(np.isfinite(line)):
+        r = float(np.corrcoef(xs, ys)[0, 1]) if len(xs) >= 3 and np.ptp(xs) > 0 and np.ptp(ys) > 0 else float("nan")
+        p = correlation_p_value(r, len(xs))
+        if line is not None and np.all(np.isfinite(line)) and p < SIGNIFICANCE:
             grid = np.linspace(min(xs), max(xs), 20)
             ax.plot(grid, 100 * (line[0] + line[1] * grid), color=dots.get_color(), linewidth=1)
+        elif line is not None:  # a line through points that do not correlate would show a trend that is not there
+            unfitted.append(f"{name} (r = {r:.3f}, p = {p:.2f})" if np.isfinite(r) else f"{name} (r undefined)")
     ax.set_xlabel("pixel RMSE between clean and corrupted image (grey levels, 0-255)")
     ax.set_ylabel(f"rPC: {metric} under corruption / clean {metric} (%)")
     ax.grid(alpha=0.3)
@@ -96,8 +106,11 @@ def rmse_scatter(points: dict[str, tuple[list[float], list[float], list[str], tu
     unnamed = F.label_points(ax, [p[0] for p in named.values()], [p[1] for p in named.values()], list(named))
     return F.Figure("rmse-vs-rpc", "Pixel change vs relative performance",
                     "One point per corruption (RMSE and rPC averaged over its severities); lines are each run's "
-                    "least-squares fit (its slope, in rPC points per grey level of RMSE, is in the notes). A steep fall means "
-                    "performance follows how much the pixels change."
+                    "least-squares fit (its slope, in rPC points per grey level of RMSE, is in the notes), drawn only "
+                    f"where the correlation is significant (p < {SIGNIFICANCE:g}). A steep fall means performance "
+                    "follows how much the pixels change."
+                    + (f" No line for {'; '.join(unfitted)}: the correlation is not significant, so a fitted line would "
+                       "show a trend the points do not support." if unfitted else "")
                     + (f" Points without room for their name: {', '.join(unnamed)}." if unnamed else ""),
                     svg=F.figure_svg(fig))
 

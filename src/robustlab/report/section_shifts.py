@@ -11,7 +11,7 @@ import numpy as np
 from . import figures as F
 from .collect import Estimate, metric_table
 from .effective import group_rows, shift_groups, trend_figure
-from .section_base import (ReportContext, Section, first_value, label, pct, register_comparison, register_headline,
+from .section_base import (ReportContext, Section, first_value, pct, run_labels, register_comparison, register_headline,
                            register_section, short_path)
 
 
@@ -25,6 +25,7 @@ def cbar_section(results: Sequence, context: ReportContext | None = None) -> Sec
                   ["model", "set", "dataset", "clean accuracy % [95% CI]", "mean error %", "mCE-bar", "run"])
     series: dict[str, dict[str, float]] = {}
     categories: list[str] = []
+    names = run_labels(results)
     for r in results:
         t, s = metric_table(r), r.summary or {}
         clean_err = s.get("clean_error")
@@ -37,8 +38,8 @@ def cbar_section(results: Sequence, context: ReportContext | None = None) -> Sec
             if c not in categories:
                 categories.append(c)
         if errs:
-            series[label(r)] = errs
-        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+            series[names[r.run_id]] = errs
+        sec.notes += [f"{names[r.run_id]}: {n}" for n in r.notes]
     if series:
         sec.figures.append(F.bar_groups(
             "cbar-error-per-corruption", "Mean error per -bar corruption",
@@ -102,12 +103,13 @@ def natural_shift_section(results: Sequence, context: ReportContext | None = Non
                   "(ObjectNet), with exact 95% Clopper-Pearson intervals; the original accuracy is the ImageNet val "
                   "accuracy on the same classes. Their trends across models are in the effective-robustness section.",
                   ["model", "test set", "top-1 % [95% CI]", "top-5 % [95% CI]", "original top-1 % [95% CI]", "run"])
+    names = run_labels(results)
     for r in results:
         s = r.summary or {}
         sec.rows.append([r.model, s.get("set", r.benchmark), _interval(s.get("shifted"), "accuracy"),
                          _interval(s.get("shifted"), "top5_accuracy"), _interval(s.get("clean"), "accuracy"),
                          r.run_id[:10]])
-        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+        sec.notes += [f"{names[r.run_id]}: {n}" for n in r.notes]
     return sec
 
 
@@ -129,6 +131,7 @@ def subtype_section(results: Sequence, context: ReportContext | None = None) -> 
                   ["model", "ImageNet-1K top-1 %", "seen accuracy % [95% CI]", "unseen accuracy % [95% CI]",
                    "seen - unseen (points)", "subtypes", "run"])
     points = []
+    names = run_labels(results)
     for r in results:
         s = r.summary or {}
         seen, unseen = s.get("seen") or {}, s.get("unseen") or {}
@@ -140,8 +143,8 @@ def subtype_section(results: Sequence, context: ReportContext | None = None) -> 
                          "–" if s.get("gap") is None else f"{100 * s['gap']:+.1f}",
                          f"{s.get('lists', 'wordnet')} lists, seen from {s.get('seen_from', 'holdout')}", r.run_id[:10]])
         if s.get("imagenet_top1") is not None and seen and unseen:
-            points.append((label(r), s["imagenet_top1"], seen, unseen))
-        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+            points.append((names[r.run_id], s["imagenet_top1"], seen, unseen))
+        sec.notes += [f"{names[r.run_id]}: {n}" for n in r.notes]
     if points:
         sec.figures.append(subtype_figure(points))
     return sec

@@ -21,7 +21,7 @@ from . import section_adversarial, section_corruption, section_detection, sectio
 from . import section_interventions  # noqa: F401  (registers a comparison across families)
 from . import section_shifts  # noqa: F401  (C-bar; effective robustness across families)
 from .section_base import (BUILDERS, COMPARISONS, GENERIC, HEADLINES, ReportContext, Section, family_of, family_rank,
-                           family_title, label, merge_notes, register_comparison, register_headline, register_section,
+                           family_title, merge_notes, register_comparison, register_headline, register_section,
                            run_labels)
 
 __all__ = ["BUILDERS", "COMPARISONS", "GENERIC", "HEADLINES", "ReportContext", "Section", "build_sections",
@@ -54,8 +54,9 @@ def generic_section(results: Sequence, context: ReportContext | None = None, *, 
     sec = Section(key, title or "Other benchmarks", intro,
                   ["model", "benchmark", "metric", "setting", "value", "run"],
                   legend="Values as stored: fractions and ratios (0.767 is 76.7 %).")
+    names = run_labels(results)
     for r in results:
         for m, s, v in r.metrics:
             sec.rows.append([r.model, r.benchmark, m, s, f"{v:.6g}", r.run_id[:10]])
-        sec.notes += [f"{label(r)}: {n}" for n in r.notes]
+        sec.notes += [f"{names[r.run_id]}: {n}" for n in r.notes]
     return sec

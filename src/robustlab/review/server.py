@@ -193,11 +193,19 @@ def run_server(tasks: str | os.PathLike | None, *, db: str | None = None, host: 
         service.db.close()
 
 
+#: The longest line ``--password-stdin`` reads (a password is far shorter).
+MAX_PASSWORD_LINE = 4096
+
+
 def read_password(stdin: bool, stream: TextIO | None = None) -> str:
     """The new user's password: the first line of standard input (``--password-stdin``), or typed
     twice at a hidden prompt."""
-    if stdin:
-        line = (stream or sys.stdin).readline()
+    if stdin:  # a bounded read: stdin from /dev/zero or a file without a line end must not run forever
+        line = (stream or sys.stdin).readline(MAX_PASSWORD_LINE + 1)
+        if len(line) > MAX_PASSWORD_LINE:
+            raise InputError(f"the first line of standard input is longer than {MAX_PASSWORD_LINE} characters, so it "
+                             "is not a password (is stdin a device or a binary file?); pipe one line: "
+                             "echo \"$PASSWORD\" | robustlab review add-user ... --password-stdin.")
         return line.rstrip("\r\n")
     import getpass
 

@@ -99,18 +99,65 @@ def same_folder(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _marker_lines(folder: Path) -> list[str]:
+    try:
+        return [line.strip() for line in (folder / MARKER_FILE).read_text().splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
 def read_marker(folder: Path) -> str | None:
     """The store id in ``folder``'s marker file, or None when there is none."""
-    try:
-        return (folder / MARKER_FILE).read_text().strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
+    lines = _marker_lines(folder)
+    return lines[0] if lines else None
 
 
-def write_marker(folder: Path, store_id: str) -> None:
-    """Create ``folder`` (when missing) and write its marker file."""
+def marker_owner(folder: Path) -> tuple[str | None, str | None]:
+    """``(catalog, folder)`` an SQLite store's marker records: the catalog file that claimed the
+    folder and where the folder was then (real paths), or ``(None, None)``."""
+    fields = dict(line.partition(" ")[::2] for line in _marker_lines(folder)[1:])
+    return fields.get("catalog") or None, fields.get("folder") or None
+
+
+def write_marker(folder: Path, store_id: str, owner: Path | None = None) -> None:
+    """Create ``folder`` (when missing) and write its marker file: the store id and, for an SQLite
+    store, the catalog file that owns the folder (see :func:`sharing_catalog`)."""
     ensure_dir(folder)
-    atomic_write_bytes(folder / MARKER_FILE, (store_id + "\n").encode("ascii"))
+    lines = [store_id]
+    if owner is not None:
+        lines += [f"catalog {os.path.realpath(owner)}", f"folder {os.path.realpath(folder)}"]
+    atomic_write_bytes(folder / MARKER_FILE, ("\n".join(lines) + "\n").encode("ascii", "backslashreplace"))
+
+
+def sharing_catalog(location: StoreLocation, folder: Path) -> str | None:
+    """Another SQLite catalog that owns ``folder`` (its marker names it, the folder has not moved
+    since, and that catalog still exists), or None.
+
+    A copied store folder holds a copied catalog with the same store id; bound to the original's
+    predictions folder (``store relocate``), both catalogs would write there and a ``store check
+    --repair`` of one would delete the other's units as orphans. The marker records which catalog
+    owns the folder, so that is refused."""
+    if location.sqlite_path is None:
+        return None
+    catalog, marked = marker_owner(folder)
+    if catalog is None or marked != os.path.realpath(folder) or not os.path.isfile(catalog):
+        return None  # no owner recorded, the folder was copied or moved since, or its catalog is gone
+    return None if os.path.realpath(location.sqlite_path) == catalog else catalog
+
+
+def _claim(location: StoreLocation, folder: Path, store_id: str) -> None:
+    """Record this SQLite catalog as the owner of its own predictions folder, when no other
+    existing catalog owns it (a copy's folder, or a marker written before owners were recorded)."""
+    if location.sqlite_path is None or read_marker(folder) != store_id:
+        return
+    catalog, marked = marker_owner(folder)
+    if catalog == os.path.realpath(location.sqlite_path) and marked == os.path.realpath(folder):
+        return
+    if sharing_catalog(location, folder) is None:
+        try:
+            write_marker(folder, store_id, location.sqlite_path)
+        except OSError:  # a folder this process may read but not write: the claim waits for a writer
+            pass
 
 
 def _source(location: StoreLocation) -> str:
@@ -152,6 +199,13 @@ def settle_home(db: Database, location: StoreLocation, *, relocate: bool = False
             raise StoreError("relocating a store's predictions needs the new folder (predictions_dir=...).")
         new = location.predictions_dir
         has_units = db.run(lambda conn: conn.execute(select(units.c.unit).limit(1)).first() is not None, write=False)
+        other = sharing_catalog(location, new)
+        if other is not None:
+            raise StoreError(
+                f"{new} is the predictions folder of the store {other}; the store {where} is a copy of it (they share "
+                f"the id {store_id}). Two catalogs must not share one predictions folder: both would write there, and "
+                "a `store check --repair` of one would delete the other's units. Relocate this store onto a copy of "
+                f"the folder (cp -r {new} NEW_FOLDER), or use the store {other} itself.")
         if has_units and read_marker(new) != store_id:
             raise StoreError(
                 f"{new} does not hold the predictions of the store {where} (its {MARKER_FILE} is "
@@ -163,7 +217,7 @@ def settle_home(db: Database, location: StoreLocation, *, relocate: bool = False
         db.run(lambda conn: conn.execute(store_info.update().where(store_info.c.key == HOME_KEY)
                                          .values(value=recorded)), write=True)
         expected = resolve_recorded(location, recorded)
-        write_marker(expected, store_id)
+        write_marker(expected, store_id, location.sqlite_path)
     elif location.predictions_source in ("default", "catalog"):
         pass
     elif not same_folder(location.predictions_dir, expected):
@@ -173,6 +227,8 @@ def settle_home(db: Database, location: StoreLocation, *, relocate: bool = False
             f"use the store's folder: unset ${PREDICTIONS_ENV} / predictions_dir, or set it to {expected}. If the "
             f"folder was moved, record its new place with `robustlab store relocate NEW_FOLDER --store ...`.")
     location = dataclasses.replace(location, predictions_dir=expected, predictions_source="catalog")
+    if writable and store_id is not None:
+        _claim(location, expected, store_id)
     return Home(location, store_id, recorded, visibility_problem(location, store_id))
 
 
@@ -201,7 +257,7 @@ def _record(conn: Connection, location: StoreLocation, where: str) -> dict[str, 
             raise StoreError(
                 f"the predictions folder {folder} ({_source(location)}) belongs to another store (its {MARKER_FILE} "
                 f"names store {marker}): give the new store {where} a folder of its own.")
-        write_marker(folder, info[STORE_ID_KEY])
+        write_marker(folder, info[STORE_ID_KEY], location.sqlite_path)
         conn.execute(store_info.insert().values(key=HOME_KEY, value=recorded_form(location, folder)))
     return info
 
@@ -212,6 +268,12 @@ def visibility_problem(location: StoreLocation, store_id: str | None) -> str | N
     where = location.describe()
     folder = location.predictions_dir
     marker = read_marker(folder)
+    other = sharing_catalog(location, folder) if marker == store_id else None
+    if other is not None:
+        return (f"the predictions folder {folder} of the store {where} belongs to the store {other}, of which this one "
+                "is a copy: two catalogs must not share a predictions folder (a `store check --repair` of one would "
+                "delete the other's units). Copy the folder (cp -r) and record the copy for this store with "
+                "`robustlab store relocate COPY --store ...`.")
     if store_id is None or marker == store_id:
         return None
     if marker is not None:

@@ -40,6 +40,7 @@ from ..data.arrays import ArrayDataset, ArrayDatasetSamples
 from ..data.classification import ClassMapLike, ImageFolderSamples, read_image_folder
 from ..data.images import is_image_file
 from ..errors import DataError, InputError
+from ..fsutil import not_a_folder
 from ..models.preprocessing import Preprocessing
 from ..seeding import derive_seed
 from .classes import ClassSubset, class_mapping, imagenet_rows
@@ -132,8 +133,8 @@ def read_training_set(data: object, *, classes: ClassSubset | None = None, class
         if path.is_file() and path.suffix.lower() == ".txt":
             result = read_listing(path)
         elif not path.is_dir():
-            raise DataError(f"training data {path} does not exist; give an image folder (<root>/<class>/<image>), "
-                            "a frame set folder (pmsets.json + labels.json) or a listing .txt.")
+            raise not_a_folder(path, "training data", "give an image folder (<root>/<class>/<image>), a frame set "
+                               "folder (pmsets.json + labels.json) or a listing .txt")
         elif _metadata_has(path, "pmsets.json") or _metadata_has(path, "anchor_labels.json"):
             result = read_frame_set(path)
         else:

@@ -61,7 +61,7 @@ import torch.nn.functional as F
 
 from .. import __version__
 from ..data.builds import check_destination, output_lock
-from ..data.jobs import pool_context, single_threaded_worker
+from ..data.jobs import cap_workers, pool_context, single_threaded_worker
 from ..errors import DataError, InputError, ModelError, unknown_name
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..models import load_model, select_device
@@ -334,6 +334,7 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
         workers = default_workers() if workers is None else int(workers)
         if workers < 0:
             raise InputError(f"workers must be 0 or more; got {workers}.")
+        workers = cap_workers(workers)
         run.train(images, augmenter, on_device=on_device, epochs=int(cfg.epochs), batch_size=int(cfg.batch_size),
                   seed=int(cfg.seed), workers=workers, checkpoint_every=checkpoint_every,
                   checkpoint_minutes=checkpoint_minutes, progress=progress, log=say, on_step=on_step)

@@ -54,7 +54,7 @@ from ..data.folders import (CocoAnnotations, discover_dataset, find_images, is_r
 from ..data.images import check_image, encode_image, read_image
 from ..data.jobs import run_jobs, worker_count
 from ..errors import DataError, InputError, RobustlabError
-from ..fsutil import atomic_path, atomic_write_bytes, atomic_write_text, ensure_dir, is_temporary_name
+from ..fsutil import atomic_path, atomic_write_bytes, atomic_write_text, ensure_dir, is_temporary_name, not_a_folder
 from ..seeding import derive_seed
 from .adain import MIN_SIDE, AdainWeights, resize_shorter_side
 
@@ -155,7 +155,7 @@ def discover_stylize_dataset(src: str | os.PathLike, coco_annotations: list[str 
     """
     root = Path(src)
     if not root.is_dir():
-        raise DataError(f"dataset folder {root} does not exist or is not a folder; check the path.")
+        raise not_a_folder(root, "dataset folder")
     excluded = real_paths(exclude)
     if coco_annotations or list(root.glob("annotations/instances_*.json")):
         found = discover_dataset(root, coco_annotations, exclude=exclude)

@@ -34,7 +34,7 @@ import numpy as np
 from ..data.builds import check_destination
 from ..data.images import write_image
 from ..errors import DataError, InputError
-from ..fsutil import atomic_write_text, ensure_dir, require_regular_file
+from ..fsutil import atomic_write_text, ensure_dir, not_a_folder, require_regular_file
 from ..seeding import as_generator, derive_seed
 from ._io import write_json
 
@@ -52,7 +52,7 @@ def find_videos(videos_dir: str | os.PathLike,
     """Video files under ``videos_dir`` (recursively, sorted); ``extensions=None`` takes every file."""
     root = Path(videos_dir)
     if not root.is_dir():
-        raise DataError(f"videos folder {root} does not exist or is not a folder.")
+        raise not_a_folder(root, "videos folder")
     exts = None if extensions is None else {e.lower() for e in extensions}
     return sorted(p for p in root.rglob("*") if not p.is_dir() and not p.name.startswith(".")
                   and (exts is None or p.suffix.lower() in exts))  # special files too: reported, not read

@@ -113,7 +113,8 @@ def discover_cbar(root: str | os.PathLike) -> CBarLayout:
 
 
 def read_imagenet_c_bar(layout: CBarLayout, corruption: str, severity: int, class_map: ClassMapLike = "auto", *,
-                        classes: Sequence[str] | None = None, limit: int | None = None) -> ImageFolderSamples:
+                        classes: Sequence[str] | None = None, limit: int | None = None,
+                        limit_order: str = "balanced") -> ImageFolderSamples:
     """One corruption and severity (1..5) of an ImageNet-C-bar layout, as an image folder."""
     try:
         folder = layout.folders[corruption][int(severity)]
@@ -121,4 +122,4 @@ def read_imagenet_c_bar(layout: CBarLayout, corruption: str, severity: int, clas
         raise DataError(f"{layout.root} has no {corruption} at severity {severity} (folder "
                         f"{severity_folder(SETS[layout.set_name][corruption][int(severity) - 1]) if corruption in SETS[layout.set_name] else '?'}); "
                         "download or extract it, or leave it out with --corruptions/--severities.") from None
-    return read_image_folder(folder, class_map, classes=classes, limit=limit)
+    return read_image_folder(folder, class_map, classes=classes, limit=limit, limit_order=limit_order)
