@@ -413,6 +413,8 @@ def test_a_reload_keeps_the_unsaved_choices_of_that_task_only(browser, live_serv
     assert shown(page) == task and checked(page) == {"label_correct": ["yes"], "similarity": ["dissimilar"],
                                                      "reason": ["blur_change"]}
     assert page.locator("#restored-note").count() == 1 and saved(service, "ana", task) is None
+    # labelled as a draft, not saved; the note about the anchor step's label is gone with it
+    assert "not saved" in page.locator("#restored-note").inner_text() and page.locator("#preset-note").is_hidden()
     # another task never gets them
     page.goto(live_server + f"/review?task={task + 1}")
     wait_ready(page)

@@ -62,6 +62,20 @@ def test_only_files_of_the_task_set_are_served(app, service, task_dir):
         assert b"robustlab-video-sample" not in response.content and b"root:" not in response.content
 
 
+def test_a_frame_that_fails_to_decode_names_no_server_path(app, service, task_dir, caplog):
+    """A frame file that is not an image gets 404 with its key only: the server's folders stay
+    private (before, the message held the frame's absolute path); the reason goes to the log."""
+    key = frame_keys(service)[1]
+    (task_dir / key).write_bytes(b"not a JPEG at all")
+    ana = login(app, "ana")
+    for size in ("", "?size=full"):
+        response = ana.get(f"/frame/{key}{size}")
+        assert response.status_code == 404 and key in response.text and "cannot be read" in response.text
+        for secret in (str(task_dir), str(task_dir.parent), "/tmp", str(Path.home())):
+            assert secret not in response.text, response.text
+    assert any(key in r.getMessage() for r in caplog.records)
+
+
 def test_a_pair_of_big_frames_is_at_most_200_kb(tmp_path, password_hashes):
     rng = np.random.default_rng(0)
     for i in (10, 11):
