@@ -34,8 +34,8 @@ BASE = re.compile(r"^v\d{1,12}$")
 
 
 def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
-    """``/review``, ``/answer``, ``/undo`` and the annotator's API (``/api/round``, ``/api/saved``,
-    ``/api/answers``)."""
+    """``/review``, ``/answer``, ``/undo``, and the page's API (:func:`add_annotator_api`)."""
+    add_annotator_api(app, pages)
     service, task_set = pages.service, pages.task_set
     render, session_of, require = pages.render, pages.session_of, pages.require
     redirect, read_form = pages.redirect, pages.read_form
@@ -100,34 +100,6 @@ def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
                 return redirect(f"/review?task={nxt}")
         return annotator_page(session, index, undone=undone_fields(request) if undone else None, undone_base=base)
 
-    @app.get("/api/round")
-    async def api_round(request: Request):
-        return await run_in_threadpool(api_round_work, request)
-
-    def api_round_work(request: Request):
-        require(session_of(request))
-        rnd = service.current_round()
-        return JSONResponse({"round": rnd, "round2_pairs": len(service.db.round2_pairs()) if rnd == 2 else 0})
-
-    @app.get("/api/saved")
-    async def api_saved(request: Request, task: str | None = None):
-        return await run_in_threadpool(api_saved_work, request, task)
-
-    def api_saved_work(request: Request, task: str | None):
-        """The annotator's saved answer to a task of the open round and its version: the page's
-        script asks it before saying that an answer of its tab may not have been saved."""
-        index = int_param(task, "task")
-        session = require(session_of(request), "annotator")
-        if index is None:
-            raise HTTPProblem(400, "give the task as ?task=N.")
-        try:
-            rnd, answer, base = service.saved(session.user, index)
-        except RoundMismatch as exc:
-            raise HTTPProblem(404, str(exc)) from exc
-        fields = None if answer is None else {"label_correct": answer.label_correct, "similarity": answer.similarity,
-                                              "reason": answer.reason, "added_labels": list(answer.added_labels)}
-        return JSONResponse({"task": index, "round": rnd, "base": base, "answer": fields})
-
     @app.post("/answer")
     async def answer(request: Request):
         return await run_in_threadpool(answer_work, request, await read_form(request))
@@ -179,6 +151,39 @@ def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
             query += [("similarity", old.similarity or "")] + ([("reason", old.reason)] if old.reason else [])
         query += [("added_labels", str(c)) for c in old.added_labels]
         return redirect("/review?" + urlencode(query))
+
+
+def add_annotator_api(app: FastAPI, pages: Pages) -> None:
+    """What the page's script asks: ``/api/round``, ``/api/saved``, ``/api/answers/{name}``."""
+    service, session_of, require = pages.service, pages.session_of, pages.require
+
+    @app.get("/api/round")
+    async def api_round(request: Request):
+        return await run_in_threadpool(api_round_work, request)
+
+    def api_round_work(request: Request):
+        require(session_of(request))
+        rnd = service.current_round()
+        return JSONResponse({"round": rnd, "round2_pairs": len(service.db.round2_pairs()) if rnd == 2 else 0})
+
+    @app.get("/api/saved")
+    async def api_saved(request: Request, task: str | None = None):
+        return await run_in_threadpool(api_saved_work, request, task)
+
+    def api_saved_work(request: Request, task: str | None):
+        """The annotator's saved answer to a task of the open round and its version: the page's
+        script asks it before saying that an answer of its tab may not have been saved."""
+        index = int_param(task, "task")
+        session = require(session_of(request), "annotator")
+        if index is None:
+            raise HTTPProblem(400, "give the task as ?task=N.")
+        try:
+            rnd, answer, base = service.saved(session.user, index)
+        except RoundMismatch as exc:
+            raise HTTPProblem(404, str(exc)) from exc
+        fields = None if answer is None else {"label_correct": answer.label_correct, "similarity": answer.similarity,
+                                              "reason": answer.reason, "added_labels": list(answer.added_labels)}
+        return JSONResponse({"task": index, "round": rnd, "base": base, "answer": fields})
 
     @app.get("/api/answers/{annotator}")
     async def api_answers(request: Request, annotator: str):

@@ -20,21 +20,8 @@ database gains them without losing anything.
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    Column,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    PrimaryKeyConstraint,
-    String,
-    Table,
-    Text,
-    bindparam,
-    func,
-    select,
-)
+from sqlalchemy import Column, Float, ForeignKey, Index, Integer, MetaData, PrimaryKeyConstraint, String
+from sqlalchemy import Table, Text, bindparam, func, select
 
 from ..video.review import REVIEW_ANSWERS_TABLE
 
