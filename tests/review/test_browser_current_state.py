@@ -10,9 +10,11 @@ happened (issue 37); each test fails on the code before the fix:
 4. A logout and a new login in another tab: Enter got 403, the reload 403 again, and the
    choice was gone.
 
-Also: a planted session cookie is not used (the visitor is asked to log in), and round 2 keeps
-Save in view at 1366x768 with 3 + 3 and 8 + 8 answers shown, its label preset from the anchor
-step as in round 1.
+Also: a network failure keeps the answer (and a save that arrived is not reported lost); an
+answer given after the session ended is not saved over one given meanwhile; a planted session
+cookie is not used (the visitor is asked to log in); and round 2 keeps Save in view at
+1366x768 with 3 + 3 and 8 + 8 answers shown, its label preset from the anchor step as in
+round 1.
 """
 
 from __future__ import annotations
@@ -162,6 +164,76 @@ def test_back_during_a_slow_save_keeps_the_answer_and_says_so(browser, live_serv
     wait_ready(page)
     page.wait_for_timeout(300)
     assert page.locator("#lost-answers").is_hidden() and page.errors == []
+
+
+def test_a_network_failure_keeps_the_answer_and_a_save_that_arrived_is_not_reported(browser, live_server,  # noqa: F811
+                                                                                    service):
+    """The network fails on Enter: the page says "Not saved", keeps the choices, and Enter tries
+    again. A save that reached the server although the page saw the network fail is not reported
+    as lost on the next pages (the page asks the server)."""
+    page = log_in(browser, live_server, "ana")
+    answer(page, "y")
+    task = shown(page)
+    page.route("**/answer", lambda route: route.abort())
+    keys(page, "d 2")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#page-state.failed", timeout=SHORT)
+    assert "Not saved: the network failed" in page.locator("#page-state").inner_text()
+    assert shown(page) == task and checked(page) == DISSIMILAR_BACKGROUND and saved(service, "ana", task) is None
+    page.unroute("**/answer")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")                   # tries again
+    wait_ready(page)
+    assert is_saved(service, task, "dissimilar", "background_change")
+
+    nxt = shown(page)
+
+    def arrives_but_the_reply_is_lost(route) -> None:
+        route.fetch()                                  # the server saves it ...
+        route.abort()                                  # ... and the page sees the network fail
+
+    page.route("**/answer", arrives_but_the_reply_is_lost)
+    keys(page, "s")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#page-state.failed", timeout=SHORT)
+    assert is_saved(service, nxt, "similar")
+    page.unroute("**/answer")
+    page.goto(f"{live_server}/review?task={task}")     # elsewhere: nothing reported as lost
+    wait_ready(page)
+    page.wait_for_timeout(500)
+    assert page.locator("#lost-answers").is_hidden()
+    page.goto(f"{live_server}/review?task={nxt}")      # and the task shows its saved answer, no draft
+    wait_ready(page)
+    assert checked(page) == SIMILAR and page.locator("#restored-note").count() == 0
+    assert [e for e in page.errors if "net::ERR_FAILED" not in e] == []   # only the two cut requests
+
+
+def test_an_answer_given_after_the_session_ended_is_offered_when_the_task_changed_meanwhile(  # noqa: F811
+        browser, live_server, service, db_url):
+    """The session ends; Enter sends the annotator to the login. When the task was answered
+    meanwhile (another tab, another browser), the login does not save over it: the task shows
+    its answer now and offers the one given before the login."""
+    from sqlalchemy import create_engine, update
+
+    from robustlab.review.database import sessions
+
+    page = log_in(browser, live_server, "ana")
+    answer(page, "y")
+    task = shown(page)
+    engine = create_engine(f"sqlite:///{db_url}")
+    with engine.begin() as conn:
+        conn.execute(update(sessions).values(expires_at=0.0))
+    engine.dispose()
+    service.submit(ANA, task, 1, {"label_correct": "yes", "similarity": "similar"})   # answered meanwhile
+    keys(page, "d 2")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    page.wait_for_selector("#login-form")
+    fill_login(page, "ana")
+    wait_ready(page)
+    assert shown(page) == task and checked(page) == SIMILAR
+    assert "changed since your draft was made" in page.locator("#restored-note").inner_text()
+    assert is_saved(service, task, "similar") and page.errors == []
 
 
 def test_a_logout_and_new_login_in_another_tab_lose_nothing(browser, live_server, service):  # noqa: F811
