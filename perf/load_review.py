@@ -3,9 +3,10 @@
 Starts ``robustlab review serve`` in its own process on 127.0.0.1 (never another address) with
 a fresh database, adds ``--annotators`` accounts, logs them all in, then lets each review
 like a quick person in a browser: the task page (``GET /review?task=N``, where the answer's
-redirect leads), ``GET`` both frames, look at them for ``--think`` seconds (uniform between
+reply leads), ``GET`` both frames, look at them for ``--think`` seconds (uniform between
 half and one and a half times it; 0 for a stress test with no pause), ``POST /answer`` with
-the page's task, round and base, follow its redirect to the next task's page, again, until
+the page's task, round and base (the version it shows) as the page's script sends it (this
+browser's key, JSON back), go to the next task's page it names, again, until
 its round is done or a bound is hit (``--max-requests`` in all, ``--max-seconds`` of load).
 Like the page's script, each client also asks ``GET /api/round`` every 20 s.
 Clients are asyncio tasks on one httpx connection pool each (one "browser" per annotator).
@@ -31,6 +32,7 @@ import argparse
 import asyncio
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -137,9 +139,10 @@ async def annotator(name: str, url: str, budget: Budget, times: dict, seed: int,
                     think: float) -> int:
     rng = np.random.default_rng(seed)
     answered = 0
-    async with httpx.AsyncClient(base_url=url, timeout=30.0) as client:
+    key = secrets.token_hex(16)                    # this browser's key, as the page's script keeps it
+    async with httpx.AsyncClient(base_url=url, timeout=30.0, headers={"X-Review-Browser": key}) as client:
         page = await client.get("/")
-        response = await client.post("/login", data={"username": name, "password": PASSWORD,
+        response = await client.post("/login", data={"username": name, "password": PASSWORD, "browser": key,
                                                       "csrf_token": CSRF.search(page.text).group(1)},
                                      follow_redirects=False)
         if response.status_code != 303:
@@ -178,11 +181,12 @@ async def annotator(name: str, url: str, budget: Budget, times: dict, seed: int,
                 else:
                     data.update(similarity="dissimilar", reason=str(rng.choice(["motion", "blur_change", "other"])))
             start = time.perf_counter()
-            response = await client.post("/answer", data=data, follow_redirects=False)
+            # as the page's script sends it: JSON back, with the next task's address
+            response = await client.post("/answer", data=data, headers={"Accept": "application/json"})
             times["answer"].append(time.perf_counter() - start)
-            if response.status_code != 303:
+            if response.status_code != 200:
                 raise SystemExit(f"POST /answer: HTTP {response.status_code} {response.text[:300]}")
-            url_of_page = response.headers["location"]
+            url_of_page = response.json()["next"]
             answered += 1
     return answered
 

@@ -35,7 +35,16 @@ class SlowDown:
 def new_page(browser, viewport=LAPTOP):
     """A fresh browser context (own cookies) and page, collecting console and page errors."""
     context = browser.new_context(viewport=viewport, accept_downloads=True)
-    page = context.new_page()
+    return watched(context.new_page())
+
+
+def another_tab(page):
+    """A second tab of the same browser (same cookies and local storage, its own session storage)."""
+    return watched(page.context.new_page())
+
+
+def watched(page):
+    """``page``, collecting its console and page errors in ``page.errors``."""
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "status of 4" not in m.text

@@ -89,14 +89,15 @@ def test_undo_removes_the_last_answer_and_shows_it_unsaved(app, service):
     answer(c, 1, similarity="dissimilar", reason="blur_change")
     response = c.post("/undo", data={"csrf_token": c.csrf}, follow_redirects=False)
     assert response.status_code == 303
-    assert response.headers["location"] == ("/review?task=1&undone=1&label_correct=yes&similarity=dissimilar"
+    # the undo page's address names the version the undo left (the answer saved once, then undone: v2)
+    assert response.headers["location"] == ("/review?task=1&undone=1&base=v2&label_correct=yes&similarity=dissimilar"
                                             "&reason=blur_change")
     assert [a.frame == a.anchor for a in service.db.answers(annotator="ana")] == [True]
     page = c.get(response.headers["location"]).text
     assert 'id="undone-note"' in page and "not saved" in page and "1 / 10 answered" in page
     checked = set(re.findall(r'value="(\w+)" data-key="\w" (?:required)?\s*checked', page))
     assert checked == {"yes", "dissimilar", "blur_change"}          # the old answer, filled in
-    assert 'name="base" value="new"' in page                         # and not saved
+    assert 'name="base" value="v2"' in page                          # and not saved
     assert shown_task(c) == 1
     # Enter saves it again (redo)
     answer(c, 1, similarity="dissimilar", reason="blur_change")
@@ -142,7 +143,10 @@ def test_round2_shows_round1_answers_and_finalize_applies_strict_majority(app, s
     ana = login(app, "ana")
     assert shown_task(ana) == 2
     page = ana.get("/review").text
-    assert "Round-1 answers" in page and "blur change" in page and "significant motion" in page
+    assert 'id="together-answers"' in page and "blur change" in page and "significant motion" in page
+    # the label is preset from ana's anchor step (round 1: she did not answer it in round 2), as in round 1
+    assert re.search(r'value="yes" data-key="y" required\s*checked', page)
+    assert "anchor step in round 1" in page
     answer(ana, 1, 1, similarity="similar", expect=409)  # round 1 is closed
     answer(ana, 2, 2, similarity="dissimilar", reason="motion")
     answer(ana, 3, 2, similarity="similar")
@@ -173,6 +177,12 @@ def test_round2_shows_round1_answers_and_finalize_applies_strict_majority(app, s
     assert labels[tasks[5].anchor] == list(tasks[5].labels)
     summary = json.loads((task_dir / "finalize_summary.json").read_text())
     assert summary["neighbours_dropped"] == {"dissimilar": 2} and summary["pairs_decided_in_round_2"] == 4
+    # how each round closed: round 1 by boss when round 2 opened, with who answered what; round 2 open
+    closed, open_ = summary["review"]["rounds"]
+    assert (closed["round"], closed["closed_by"], closed["closed_when"]) == (1, "boss", "round 2 opened")
+    assert closed["annotators"] == {"ana": 10, "ben": 10} and closed["complete"] and closed["round2_pairs"] == 4
+    assert closed["closed_at"] == open_["opened_at"] and closed["closed_at"].endswith("Z")
+    assert (open_["round"], open_["closed_at"], open_["annotators"]) == (2, None, {"ana": 4, "ben": 4})
 
 
 def _offset(tasks):

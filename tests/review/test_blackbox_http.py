@@ -5,7 +5,8 @@ queries, proxy headers, and the serve command's address checks.
   checked (before, 19 wrong ones and then a right one all got through), and neither another
   address nor a forged ``X-Forwarded-For`` gets around it.
 - uvicorn trusts proxy headers only from the proxies named by ``--forwarded-allow-ips``.
-- The session id is rotated at login: a session cookie planted before the login ends there.
+- The session id is rotated at login: a session cookie planted before the login ends there;
+  and a planted session is never used: it belongs to the browser that logged in to it.
 - Request bodies are capped before anything is parsed or spooled to the disk (413).
 - Malformed query and form values get 4xx, never 500 (hypothesis over every GET route).
 - A bad ``--host``/``--port`` is a clear error before anything is written, not a traceback.
@@ -30,12 +31,13 @@ from robustlab.review.server import check_forwarded_allow_ips, check_listen_addr
 from robustlab.video.sampling import TASKS
 
 from .conftest import USERS
-from .helpers import client, csrf_of, login
+from .helpers import answer, browser_key, client, csrf_of, login
 from .test_bad_input import run_cli
 
 
 def login_form(c) -> dict:
-    return {"csrf_token": csrf_of(c.get("/").text)}
+    """The login form's fields as this client's browser sends them (its CSRF token and key)."""
+    return {"csrf_token": csrf_of(c.get("/").text), "browser": getattr(c, "browser", None) or browser_key()}
 
 
 def test_twenty_parallel_logins_get_at_most_five_passwords_checked(live_server):
@@ -145,15 +147,16 @@ def test_the_session_id_is_rotated_at_login(app, service, db_url):
     victim = client(app)
     token = csrf_of(victim.get("/").text)             # the login form is open ...
     victim.cookies.set("robustlab_review_session", planted)   # ... when the cookie is planted
-    response = victim.post("/login", data={"username": "ana", "password": USERS["ana"][1], "csrf_token": token},
-                           follow_redirects=False)
+    key = browser_key()
+    response = victim.post("/login", data={"username": "ana", "password": USERS["ana"][1], "csrf_token": token,
+                                           "browser": key}, follow_redirects=False)
     assert response.status_code == 303
     fresh = next(v.split(";")[0].split("=", 1)[1] for v in response.headers.get_list("set-cookie")
                  if v.startswith("robustlab_review_session="))
     assert fresh and fresh != planted
     now = client(app)
     now.cookies.set("robustlab_review_session", fresh)
-    assert '<span class="who">ana ' in now.get("/review").text
+    assert '<span class="who">ana ' in now.get("/review").text and f'data-browser="{key}"' in now.get("/review").text
     dead = client(app)
     dead.cookies.set("robustlab_review_session", planted)
     assert dead.get("/review", follow_redirects=False).headers["location"].startswith("/?")
@@ -162,6 +165,32 @@ def test_the_session_id_is_rotated_at_login(app, service, db_url):
         owners = sorted(r.user_name for r in conn.execute(select(sessions.c.user_name)))
     engine.dispose()
     assert owners == ["ana"]                          # the planted session is gone from the server
+
+
+def test_a_planted_session_is_never_used_by_another_browser(app, service, db_url):
+    """A session cookie set in a browser that did not log in to it (the planter's own session):
+    the page tells its script the session's browser key (the script then leaves for the login),
+    every POST from that browser is answered as one without a session, nothing is saved in the
+    planter's account, and the login page is shown even though the cookie is there. (Before,
+    the visitor worked in the planter's account, and their answers were saved as the planter's.)"""
+    ben = login(app, "ben")
+    victim = client(app)
+    victim.cookies.set("robustlab_review_session", ben.cookies.get("robustlab_review_session"))
+    victim.headers["X-Review-Browser"] = own = browser_key()
+    page = victim.get("/review", follow_redirects=True).text
+    assert f'data-browser="{ben.browser}"' in page and own not in page
+    form = {"csrf_token": csrf_of(page), "task": "0", "round": "1", "label_correct": "yes", "browser": own}
+    response = victim.post("/answer", data=form, follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/?unknown=1&next=%2Freview%3Ftask%3D0"
+    scripted = victim.post("/answer", data=form, headers={"Accept": "application/json"})
+    assert scripted.status_code == 401 and scripted.json()["login"].startswith("/?unknown=1")
+    assert victim.post("/undo", data=form, follow_redirects=False).headers["location"].startswith("/?unknown=1")
+    assert service.db.answers() == []
+    login_page = victim.get("/?unknown=1&next=/review")
+    assert login_page.status_code == 200 and 'id="login-form"' in login_page.text
+    assert "did not log in to" in login_page.text and "ben" not in login_page.text
+    # the planter's own browser is unaffected
+    assert answer(ben, 0).status_code == 303 and len(service.db.answers(annotator="ben")) == 1
 
 
 def test_a_declared_huge_body_is_refused_before_it_is_read(live_server):
@@ -215,13 +244,14 @@ MALFORMED = st.one_of(
                      "😀", "1,2", "", "yes", "full", "1" * 200]),
 )
 GET_ROUTES = {
-    "/": ["next", "expired"],
-    "/review": ["task", "undone", "label_correct", "similarity", "reason", "added_labels"],
+    "/": ["next", "expired", "unknown"],
+    "/review": ["task", "undone", "base", "label_correct", "similarity", "reason", "added_labels"],
     "/admin": ["done", "n", "refresh"],
     "/admin/pair": ["task"],
     "/admin/confirm/round2": ["x"],
     "/frame/frames/clip_00/000000.jpg": ["size"],
     "/api/round": ["x"],
+    "/api/saved": ["task"],
     "/api/answers/ana": ["x"],
 }
 

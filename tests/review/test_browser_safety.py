@@ -315,13 +315,14 @@ def test_annotators_see_when_round2_opens(browser, live_server, service):  # noq
     page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")   # back to the tab (or 20 s)
     page.wait_for_selector("#round-notice:not([hidden])")
     assert "Round 2 is open (1 pairs" in page.locator("#round-notice").inner_text()
-    # an answer to the closed round is refused, plainly, with the way on
+    # an answer to the closed round is refused, plainly, on the page, with the way on
     keys(page, "y")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#message:not([hidden])")
+    assert "round 2 is open now" in page.locator("#message").inner_text()
+    assert "Not saved" in page.locator("#page-state").inner_text()
     with page.expect_navigation():
-        page.keyboard.press("Enter")
-    assert "round 2 is open now" in page.locator("#problem").inner_text()
-    with page.expect_navigation():
-        page.click("#problem a")
+        page.click("#message a")
     wait_ready(page)
     assert shown(page) == 1 and page.locator("#round1-answers").count() == 1
     assert service.db.answers(annotator="ben") == []
@@ -412,6 +413,8 @@ def test_a_reload_keeps_the_unsaved_choices_of_that_task_only(browser, live_serv
     assert shown(page) == task and checked(page) == {"label_correct": ["yes"], "similarity": ["dissimilar"],
                                                      "reason": ["blur_change"]}
     assert page.locator("#restored-note").count() == 1 and saved(service, "ana", task) is None
+    # labelled as a draft, not saved; the note about the anchor step's label is gone with it
+    assert "not saved" in page.locator("#restored-note").inner_text() and page.locator("#preset-note").is_hidden()
     # another task never gets them
     page.goto(live_server + f"/review?task={task + 1}")
     wait_ready(page)

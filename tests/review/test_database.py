@@ -10,14 +10,13 @@ from sqlalchemy import update
 
 from robustlab.errors import InputError, StoreError
 from robustlab.review.database import (
-    NO_ANSWER,
     ReviewDatabase,
     RoundChangeRefused,
     RoundMismatch,
     StaleAnswer,
-    answer_base,
     meta,
     review_location,
+    version_token,
 )
 from robustlab.video.review import ReviewRecord
 
@@ -97,8 +96,8 @@ def test_undo_removes_the_latest_answer_of_that_annotator_and_round(db):
     save(db, record(frame="f/2.jpg"))
     time.sleep(0.01)
     save(db, record(annotator="ben", frame="f/3.jpg"))
-    assert db.undo_last("ana").frame == "f/2.jpg"
-    assert db.undo_last("ana").frame == "f/1.jpg"
+    assert db.undo_last("ana")[0].frame == "f/2.jpg"
+    assert db.undo_last("ana")[0].frame == "f/1.jpg"
     assert db.undo_last("ana") is None
     assert {a.frame for a in db.answers()} == {"f/3.jpg"}
     # only the open round's answers: once round 2 is open, a round-1 answer cannot be undone
@@ -148,29 +147,73 @@ def test_a_newer_schema_is_refused(db, db_url, tmp_path):
         ReviewDatabase(review_location(db_url, tmp_path))
 
 
-def test_a_different_answer_against_a_stale_base_is_refused(db):
-    """The page names the saved answer it showed (its base): an answer made on an outdated page
-    never silently replaces one saved since (type-ahead on a slow network, a second tab)."""
-    assert save_based(db, record(), NO_ANSWER) is True
+def version(db, task: int, annotator: str = "ana") -> str:
+    return version_token(db.annotator_state(annotator, 10, task).version)
+
+
+def test_a_different_answer_against_a_stale_version_is_refused(db):
+    """The page names the version of the answer it showed (its base): an answer made on an
+    outdated page never silently replaces one saved since (type-ahead on a slow network, a
+    second tab, Back to an undo page, a draft restored in the browser)."""
+    assert version(db, 1) == "v0"
+    assert save_based(db, record(), "v0") is True
     (saved,) = db.answers()
+    assert version(db, 1) == "v1"
     # the same page posted again (a retried request): same answer, nothing changes, no error
-    assert save_based(db, record(), NO_ANSWER) is False
+    assert save_based(db, record(), "v0") is False and version(db, 1) == "v1"
     # a different answer from a page that showed the task unanswered: refused
-    with pytest.raises(StaleAnswer, match="was answered after this page was shown"):
-        save_based(db, record(similarity="dissimilar", reason="motion"), NO_ANSWER)
-    assert db.answers() == [saved]
+    with pytest.raises(StaleAnswer, match="was answered again"):
+        save_based(db, record(similarity="dissimilar", reason="motion"), "v0")
+    assert db.answers() == [saved] and version(db, 1) == "v1"
     # from a page that showed the saved answer: replaces it
-    assert save_based(db, record(similarity="dissimilar", reason="motion"), answer_base(saved)) is True
+    assert save_based(db, record(similarity="dissimilar", reason="motion"), "v1") is True
     (changed,) = db.answers()
     assert changed.similarity == "dissimilar"
     # the old base is stale now
     with pytest.raises(StaleAnswer):
-        save_based(db, record(similarity="unsure"), answer_base(saved))
+        save_based(db, record(similarity="unsure"), "v1")
     # undone since the page was shown: refused too (the page showed an answer that is gone)
-    db.undo_last("ana")
-    with pytest.raises(StaleAnswer, match="cleared"):
-        save_based(db, record(similarity="unsure"), answer_base(changed))
+    removed, after_undo = db.undo_last("ana")
+    assert removed == changed and version_token(after_undo) == version(db, 1) == "v3"
+    with pytest.raises(StaleAnswer, match="cleared by an undo"):
+        save_based(db, record(similarity="unsure"), "v2")
     assert db.answers() == []
+
+
+def test_versions_never_come_back_after_an_undo(db):
+    """Saved, undone, saved again, undone again: the task is empty twice, but a page of the first
+    empty state (an undo page shown again by Back, a second tab) is refused all the same."""
+    save_based(db, record(), "v0")
+    _, first_undo = db.undo_last("ana")
+    save_based(db, record(similarity="dissimilar", reason="background_change"), version_token(first_undo))
+    _, second_undo = db.undo_last("ana")
+    assert second_undo > first_undo and db.answers() == []
+    with pytest.raises(StaleAnswer):
+        save_based(db, record(), version_token(first_undo))
+    assert save_based(db, record(), version_token(second_undo)) is True
+
+
+def test_versions_are_per_annotator_round_and_task(db):
+    save_based(db, record(), "v0")
+    save_based(db, record(frame="f/2.jpg"), "v0")
+    save_based(db, record(annotator="ben"), "v0")
+    assert (version(db, 1), version(db, 2), version(db, 1, "ben"), version(db, 3)) == ("v1", "v1", "v1", "v0")
+    db.open_round2(lambda _: [(1, "f/0.jpg", "f/1.jpg")])
+    assert version(db, 1) == "v0"                     # round 2's own count
+    assert save_based(db, record(round=2, similarity="dissimilar", reason="motion"), "v0") is True
+
+
+def test_round_changes_are_logged_with_who_and_how_the_round_stood(db):
+    save(db, record())
+    db.open_round2(lambda _: [], closing=lambda round1: {"answers": len(round1)}, by="boss")
+    db.reopen_round1(by="lead")
+    db.open_round2(lambda _: [(1, "f/0.jpg", "f/1.jpg")], by="boss")
+    changes = db.round_changes()
+    assert [(c["change"], c["by"]) for c in changes] == [("round2_opened", "boss"), ("round1_reopened", "lead"),
+                                                         ("round2_opened", "boss")]
+    assert changes[0]["record"] == {"answers": 1, "round2_pairs": 0}
+    assert changes[1]["record"]["round"] == 2 and changes[2]["record"]["round2_pairs"] == 1
+    assert changes[0]["at"] <= changes[1]["at"] <= changes[2]["at"]
 
 
 def save_based(db, rec: ReviewRecord, base: str) -> bool:

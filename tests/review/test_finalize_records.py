@@ -5,6 +5,9 @@
   count, and says how to fix it.
 - ``robustlab video finalize`` records how many candidate pairs had no review at all, and every
   pm-k run on the set reports it (the review app's incomplete rounds: ``test_round_change.py``).
+- The app's finalize records how each round closed: who had answered how many of its tasks,
+  when the round changed and who changed it (before: only the open round, so a round 1 closed
+  with one annotator at 3 of 10 left no trace).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from robustlab.video.finalize import finalize
 from robustlab.video.review import write_reviews
 
 from .helpers import login
+
+CLEO = User("cleo", "annotator")
 from .test_bad_input import run_cli
 
 ANA, BEN = User("ana", "annotator"), User("ben", "annotator")
@@ -59,3 +64,30 @@ def test_cli_finalize_counts_unreviewed_pairs_and_pm_k_runs_report_them(service,
     assert result.metric("n_pairs_unreviewed") == 3
     assert any(note.startswith("incomplete review: 3 pair(s) had no review answer") for note in result.notes)
     assert result.summary["review"] == {"pairs_unreviewed": 3, "pairs_partly_reviewed": 0}
+
+
+def test_finalize_records_how_each_round_closed(service, task_dir):
+    answer_everything(service)
+    for task in (0, 1, 2):                            # cleo stopped at 3 of 10
+        service.submit(CLEO, task, 1, {"label_correct": "yes"} if task == 0 else
+                       {"label_correct": "yes", "similarity": "dissimilar", "reason": "motion"})
+    assert service.open_round2(by="boss") == (True, 2)
+    assert service.reopen_round1(by="lead") is True   # round 2 closed before anyone answered it
+    assert service.open_round2(by="boss") == (True, 2)
+    for user in (ANA, BEN, CLEO):
+        for task in (1, 2):
+            service.submit(user, task, 2, {"label_correct": "yes", "similarity": "similar"})
+    summary = service.finalize(by="boss")
+    rounds = json.loads((task_dir / "finalize_summary.json").read_text())["review"]["rounds"]
+    assert summary["review"]["rounds"] == rounds
+    assert [(r["round"], r["closed_when"], r["closed_by"]) for r in rounds] == [
+        (1, "round 2 opened", "boss"), (2, "round 1 reopened", "lead"), (1, "round 2 opened", "boss"),
+        (2, "open when finalized", None)]
+    first = rounds[0]
+    assert first["annotators"] == {"ana": 10, "ben": 10, "cleo": 3} and first["complete"] is False
+    assert (first["tasks"], first["unreviewed"], first["partly_reviewed"], first["round2_pairs"]) == (10, 0, 7, 2)
+    assert first["opened_at"] is None and first["closed_at"] == rounds[1]["opened_at"]
+    assert rounds[1]["closed_at"] == rounds[2]["opened_at"] and rounds[2]["closed_at"] == rounds[3]["opened_at"]
+    assert rounds[1]["answers"] == 0 and rounds[1]["tasks"] == 2
+    assert rounds[3]["annotators"] == {"ana": 2, "ben": 2, "cleo": 2} and rounds[3]["complete"] is True
+    assert all(r["closed_at"] is None or r["closed_at"].endswith("Z") for r in rounds)

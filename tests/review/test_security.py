@@ -22,7 +22,7 @@ from robustlab.review.server import build_service
 from robustlab.video.sampling import TASKS
 
 from .conftest import USERS
-from .helpers import answer, client, csrf_of, login
+from .helpers import answer, browser_key, client, csrf_of, login
 
 REVIEW_SRC = Path(__file__).resolve().parents[2] / "src" / "robustlab" / "review"
 
@@ -60,6 +60,20 @@ def test_only_files_of_the_task_set_are_served(app, service, task_dir):
         response = ana.get(f"/frame/{path}")
         assert response.status_code == 404, (path, response.status_code)
         assert b"robustlab-video-sample" not in response.content and b"root:" not in response.content
+
+
+def test_a_frame_that_fails_to_decode_names_no_server_path(app, service, task_dir, caplog):
+    """A frame file that is not an image gets 404 with its key only: the server's folders stay
+    private (before, the message held the frame's absolute path); the reason goes to the log."""
+    key = frame_keys(service)[1]
+    (task_dir / key).write_bytes(b"not a JPEG at all")
+    ana = login(app, "ana")
+    for size in ("", "?size=full"):
+        response = ana.get(f"/frame/{key}{size}")
+        assert response.status_code == 404 and key in response.text and "cannot be read" in response.text
+        for secret in (str(task_dir), str(task_dir.parent), "/tmp", str(Path.home())):
+            assert secret not in response.text, response.text
+    assert any(key in r.getMessage() for r in caplog.records)
 
 
 def test_a_pair_of_big_frames_is_at_most_200_kb(tmp_path, password_hashes):
@@ -135,6 +149,20 @@ def test_every_post_route_checks_the_csrf_token(app, service, task_dir):
     assert len(service.db.answers()) == 1 and service.current_round() == 1
     assert not (task_dir / "pmsets.json").exists()
     assert ana.get("/review").status_code == 200 and boss.get("/admin").status_code == 200
+    # with the right token, but from another browser than the one that logged in (or none): to the
+    # login, nothing done (the session of a planted cookie is never used)
+    for path, who in POST_ROUTES.items():
+        if who is None or path == "/logout":
+            continue
+        c = {"ana": ana, "boss": boss}[who]
+        for key in (None, "", browser_key()):
+            headers = {"X-Review-Browser": key} if key is not None else {}
+            plain = client(app)
+            plain.cookies = c.cookies
+            response = plain.post(path, data=dict(form, csrf_token=c.csrf), headers=headers, follow_redirects=False)
+            assert response.status_code == 303 and response.headers["location"].startswith("/?unknown=1"), \
+                (path, key, response.status_code)
+    assert len(service.db.answers()) == 1 and service.current_round() == 1
     # the header form works too (for scripts)
     response = ana.post("/undo", headers={"X-CSRF-Token": ana.csrf}, follow_redirects=False)
     assert response.status_code == 303 and service.db.answers() == []
@@ -149,7 +177,7 @@ def test_sixth_login_attempt_within_a_minute_gets_429(service):
     c = client(app, "10.0.0.1")
     for _ in range(5):
         login(c, "ana", "wrong-password", expect=401)
-    response = c.post("/login", data={"username": "ana", "password": USERS["ana"][1],
+    response = c.post("/login", data={"username": "ana", "password": USERS["ana"][1], "browser": c.browser,
                                       "csrf_token": csrf_of(c.get("/").text)}, follow_redirects=False)
     assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
     assert "robustlab_review_session" not in response.headers.get("set-cookie", "")
@@ -219,7 +247,7 @@ def test_check_and_count_are_one_step_under_parallel_attempts():
 def test_session_cookie_is_signed_httponly_samesite(app, service, db_url):
     c = client(app)
     page = c.get("/")
-    response = c.post("/login", data={"username": "ana", "password": USERS["ana"][1],
+    response = c.post("/login", data={"username": "ana", "password": USERS["ana"][1], "browser": browser_key(),
                                       "csrf_token": csrf_of(page.text)}, follow_redirects=False)
     cookie = next(v for v in response.headers.get_list("set-cookie") if v.startswith("robustlab_review_session="))
     attributes = cookie.lower()

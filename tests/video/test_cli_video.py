@@ -6,9 +6,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
-from robustlab.cli import app
+from robustlab.cli import app, main
 
 from .conftest import make_video
 
@@ -47,3 +48,19 @@ def test_errors_are_one_line(tmp_path):
     assert proc.returncode == 1  # a data error (2 is for unparseable command lines)
     assert "error:" in proc.stderr and "missing does not exist" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_sample_over_a_review_with_answers_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    videos = tmp_path / "videos"
+    make_video(videos / "a.mp4", 20)
+    out = tmp_path / "out"
+    assert RUNNER.invoke(app, ["video", "sample", str(videos), str(out), "--k", "2"]).exit_code == 0
+    (out / "reviews").mkdir()
+    (out / "reviews" / "review-app.jsonl").write_text(json.dumps({"annotator": "ana"}) + "\n")
+    before = (out / "review_tasks.jsonl").read_bytes()
+    monkeypatch.setattr(sys, "argv", ["robustlab", "video", "sample", str(videos), str(out), "--k", "3"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    output = capsys.readouterr().err
+    assert exited.value.code == 1 and "holds answers to the review" in output and "Traceback" not in output
+    assert (out / "review_tasks.jsonl").read_bytes() == before

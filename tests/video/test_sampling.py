@@ -162,3 +162,53 @@ def test_audio_only_file_is_skipped(tmp_path, h264_video):
     summary = sample_videos(folder, tmp_path / "out", k=2)
     assert summary["videos_sampled"] == 1
     assert "no video stream" in summary["skipped"][0]["reason"]
+
+
+def _tree(folder) -> dict:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.startswith("review.db")}
+
+
+def test_sampling_again_over_a_review_with_answers_is_refused_and_loses_nothing(h264_video, tmp_path):
+    """A folder whose review holds answers (the review app's review.db, or exported reviews/) is
+    not sampled again: that would replace the task set and its frames under the answers (the
+    server then refused the database, and finalize the export). The error names the fix."""
+    from robustlab.review.database import ReviewDatabase, review_location
+    from robustlab.video.review import ReviewRecord
+
+    out = tmp_path / "out"
+    sample_videos(h264_video.parent, out, k=2, seed=1)
+    tasks = [json.loads(line) for line in (out / "review_tasks.jsonl").read_text().splitlines()]
+    with ReviewDatabase(review_location(None, out)) as db:   # users only: nothing to lose yet
+        db.add_user("ana", "annotator", "$argon2id$not-used-here")
+    sample_videos(h264_video.parent, out, k=2, seed=3)
+    tasks = [json.loads(line) for line in (out / "review_tasks.jsonl").read_text().splitlines()]
+    with ReviewDatabase(review_location(None, out)) as db:
+        db.save_answer(ReviewRecord(annotator="ana", anchor=tasks[1]["anchor"], frame=tasks[1]["frame"],
+                                    label_correct="yes", similarity="similar", round=1), 1)
+    before = _tree(out)
+    with pytest.raises(InputError) as refused:
+        sample_videos(h264_video.parent, out, k=3, seed=2)
+    message = str(refused.value)
+    assert "review.db (1 saved answer(s))" in message and "another folder (e.g. out-2)" in message
+    assert "robustlab review export answers.jsonl --db" in message
+    assert _tree(out) == before                        # frames, tasks and manifest untouched
+    with ReviewDatabase(review_location(None, out)) as db:
+        assert len(db.answers()) == 1
+    # exported answers count too; once both are moved away, sampling again is allowed
+    (out / "review.db").rename(tmp_path / "review.db")
+    (out / "reviews").mkdir()
+    (out / "reviews" / "ana.jsonl").write_text("# exported\n" + json.dumps({"annotator": "ana"}) + "\n\n")
+    with pytest.raises(InputError, match=r"ana\.jsonl \(1 review record\(s\)\)"):
+        sample_videos(h264_video.parent, out, k=3, seed=2)
+    (out / "reviews" / "ana.jsonl").rename(tmp_path / "ana.jsonl")
+    sample_videos(h264_video.parent, out, k=3, seed=2)
+    assert json.loads((out / "sample.json").read_text())["k"] == 3
+
+
+def test_a_review_db_that_cannot_be_read_is_refused_too(h264_video, tmp_path):
+    out = tmp_path / "out"
+    sample_videos(h264_video.parent, out, k=2, seed=1)
+    (out / "review.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(InputError, match="review database that cannot be read"):
+        sample_videos(h264_video.parent, out, k=2, seed=2)

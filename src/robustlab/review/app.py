@@ -1,23 +1,28 @@
 """The review web app (FastAPI): login, the annotator page, frames, the admin page.
 
 Routes (every page needs a session, except the login form; every POST checks the session's
-CSRF token; annotators get 403 on admin routes and on other annotators' answers; every POST
-that changes something answers with a redirect, so a reload never sends it again):
+CSRF token, and every POST but the login and logout that it comes from the browser that logged
+in (:mod:`robustlab.review.web`); annotators get 403 on admin routes and on other annotators'
+answers; every POST that changes something answers with a redirect, so a reload never sends
+it again):
 
 =============================  ==========  ===================================================
 route                          who         what
 =============================  ==========  ===================================================
-``GET /``                      anyone      login form (logged in: redirect to the user's page)
+``GET /``                      anyone      login form (logged in: redirect to the user's page;
+                                           ``?unknown=1``: the form even then, see web.py)
 ``POST /login``                anyone      log in (rate-limited per user name: 429 after 5
                                            wrong in 60 s); back to ``next`` when given
 ``POST /logout``               logged in   end the session
 ``GET /review``                annotator   redirect to the first unanswered task (or: done)
 ``GET /review?task=N``         annotator   task N of the open round, with its saved answer
-``POST /answer``               annotator   save an answer made for (task, round, base), then
-                                           the next task; no session: to the login, then back
+``POST /answer``               annotator   save an answer made on (task, round, version), then
+                                           the next task (JSON for the page's script); no
+                                           session: to the login, then back
 ``POST /undo``                 annotator   remove the last answer of the round; show its task
                                            with the removed answer filled in, unsaved
 ``GET /api/round``             logged in   the open round (the page polls it)
+``GET /api/saved?task=N``      annotator   the annotator's saved answer to task N and its version
 ``GET /frame/{key}``           logged in   a frame of the task set (resized JPEG; ``?size=full``
                                            up to 2048 px); else 404
 ``GET /api/answers/{name}``    self/admin  an annotator's answers as JSON
@@ -33,71 +38,48 @@ route                          who         what
 =============================  ==========  ===================================================
 
 Request bodies are capped at :data:`MAX_BODY_BYTES` before anything is parsed or spooled
-(413); forms take no file parts. Malformed query values get 400 or 404, never 500.
+(413); forms take no file parts. Malformed query values get 400 or 404, never 500. No
+response names a path of the server's disk.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
+import logging
 import time
-from dataclasses import asdict
 from importlib import resources
-from typing import Any
-from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
-from ..errors import DataError, InputError, RobustlabError
-from ..video.review import LABEL_ANSWERS, REASONS, SIMILARITY_ANSWERS
-from .database import NO_ANSWER, SESSION_SECONDS, User
-from .frames import FrameCache
+from ..errors import DataError, RobustlabError
+from .annotator import add_annotator_routes
 from .rounds import joint_decisions
-from .security import (
-    CookieSigner,
-    LoginRateLimiter,
-    hash_password,
-    login_key,
-    new_token,
-    same_token,
-    token_hash,
-    verify_password,
-)
-from .service import (
-    IncompleteReview,
-    ReviewService,
-    RoundChangeRefused,
-    RoundMismatch,
-    StaleAnswer,
-    describe_incomplete,
+from .security import LoginRateLimiter, hash_password, login_key, new_token, same_token, token_hash, verify_password
+from .service import IncompleteReview, ReviewService, RoundChangeRefused, describe_incomplete
+from .web import (
+    BROWSER_FIELD,
+    BROWSER_KEY,
+    CSP,
+    CSRF_FIELD,
+    LOGIN_COOKIE,
+    LOGIN_COOKIE_SECONDS,
+    MAX_BODY_BYTES,
+    SAFE_NEXT,
+    SESSION_COOKIE,
+    HTTPProblem,
+    LoginNeeded,
+    Pages,
+    SecurityHeaders,
+    Session,
+    int_param,
+    login_url,
 )
 
-SESSION_COOKIE = "robustlab_review_session"
-LOGIN_COOKIE = "robustlab_review_login"
-LOGIN_COOKIE_SECONDS = 3600
-CSRF_FIELD = "csrf_token"
-CSRF_HEADER = "x-csrf-token"
-#: Largest request body read (bytes): forms here are a few hundred bytes.
-MAX_BODY_BYTES = 64 * 1024
-#: Form fields read at most (an anchor step with every class ticked stays far below).
-MAX_FORM_FIELDS = 2000
-#: Class checkboxes shown on an anchor step (more: type the numbers or names).
-MAX_CLASS_BOXES = 40
-#: Content Security Policy: only this origin's scripts, styles and images; no framing.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-REASON_TITLES = {"motion": "significant motion", "background_change": "background change",
-                 "blur_change": "blur change", "other": "other"}
-ANSWER_TITLES = {"yes": "yes", "no": "no", "unsure": "don't know", "similar": "similar",
-                 "dissimilar": "dissimilar", None: "-"}
-#: Where the login may send the user back to (a local page of this app, nothing else).
-SAFE_NEXT = re.compile(r"^/(review|admin|admin/pair)(\?task=\d{1,9})?$")
+log = logging.getLogger(__name__)
 #: The notices the admin page shows after an action (``/admin?done=...``): fixed texts only.
 DONE_NOTICES = {
     "round2": "Round 2 is open on {n} pair(s). Annotators see it on their next page (within 20 s).",
@@ -109,195 +91,13 @@ DONE_NOTICES = {
 CONFIRM_ACTIONS = ("round2", "round1", "finalize")
 #: The admin page reloads itself this often (``/admin?refresh=S`` for another period).
 ADMIN_REFRESH_SECONDS = 30
-
-
-class HTTPProblem(Exception):
-    """A response that ends a request early (status code, message, optional headers)."""
-
-    def __init__(self, status: int, message: str, headers: dict | None = None, links: tuple = ()) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
-        self.links = links
-
-
-class LoginNeeded(Exception):
-    """No live session: pages redirect to the login (and back to ``next`` after it)."""
-
-    def __init__(self, next_url: str | None = None) -> None:
-        super().__init__("log in first.")
-        self.next_url = next_url
-
-
-class Session:
-    """The logged-in user of a request and their session's CSRF token."""
-
-    def __init__(self, user: User, csrf: str, id_hash: str) -> None:
-        self.user = user
-        self.csrf = csrf
-        self.id_hash = id_hash
-
-
-class BodyTooLarge(Exception):
-    """A request body went past :data:`MAX_BODY_BYTES`."""
-
-
-class SecurityHeaders:
-    """ASGI middleware: the security headers on every response (CSP, no framing, no sniffing,
-    same-origin referrers; ``no-store`` unless the route set its own caching), and the body
-    cap: a declared ``Content-Length`` over :data:`MAX_BODY_BYTES` gets 413 before any byte is
-    read, and a streamed body is cut off (413) as soon as it passes the cap, so nothing large
-    is ever parsed or spooled to the disk."""
-
-    HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-               (b"x-frame-options", b"DENY"), (b"referrer-policy", b"same-origin"))
-
-    def __init__(self, app, max_body: int = MAX_BODY_BYTES) -> None:
-        self.app = app
-        self.max_body = int(max_body)
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def send_with_headers(message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in dict(self.HEADERS)]
-                headers += list(self.HEADERS)
-                if not any(k.lower() == b"cache-control" for k, _ in headers):
-                    headers.append((b"cache-control", b"no-store"))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        try:
-            too_large = declared is not None and int(declared) > self.max_body
-        except ValueError:
-            too_large = True
-        if too_large:
-            await self._refuse(send_with_headers)
-            return
-        seen = 0
-
-        async def capped_receive():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_body:
-                    raise BodyTooLarge()
-            return message
-
-        try:
-            await self.app(scope, capped_receive, send_with_headers)
-        except BodyTooLarge:
-            if not started:
-                await self._refuse(send_with_headers)
-
-    async def _refuse(self, send) -> None:
-        body = json.dumps({"error": f"the request body is larger than {self.max_body} bytes."}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _templates() -> Environment:
-    folder = resources.files("robustlab.review") / "templates"
-    env = Environment(loader=FileSystemLoader(str(folder)), autoescape=select_autoescape(default=True),
-                      trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(REASONS=REASONS, REASON_TITLES=REASON_TITLES, ANSWER_TITLES=ANSWER_TITLES,
-                       MAX_CLASS_BOXES=MAX_CLASS_BOXES)
-    env.filters["kappa"] = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
-    env.filters["percent"] = lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) \
-        else f"{100 * v:.0f}%"
-    env.filters["frame_url"] = lambda key: "/frame/" + quote(key)
-    env.filters["clock"] = lambda t: time.strftime("%H:%M:%S", time.localtime(t))
-    return env
-
-
-def int_param(value: str | None, name: str, *, lo: int = 0, hi: int = 10**9) -> int | None:
-    """A query or form value that must be a whole number in ``[lo, hi]`` (None when absent).
-
-    Raises
-    ------
-    HTTPProblem
-        400 naming the parameter, for anything else.
-    """
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not re.fullmatch(r"[+-]?\d{1,12}", text) or not lo <= int(text) <= hi:
-        raise HTTPProblem(400, f"{name} must be a whole number from {lo} to {hi}; got {text[:40]!r}.")
-    return int(text)
-
-
-class Pages:
-    """What every route of the app shares: the service, templates, cookies, the session of a request,
-    and the checks (login, role, CSRF) every page makes."""
-
-    def __init__(self, service: ReviewService, *, secure_cookies: bool, rate_limiter: LoginRateLimiter | None) -> None:
-        self.service = service
-        self.task_set = service.task_set
-        self.env = _templates()
-        self.signer = CookieSigner(service.db.secret(), "session")
-        self.login_signer = CookieSigner(service.db.secret(), "login")
-        self.limiter = rate_limiter if rate_limiter is not None else LoginRateLimiter()
-        self.frames = FrameCache()
-        self.secure_cookies = secure_cookies
-
-    def render(self, template: str, status: int = 200, /, **context: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(template).render(**context), status_code=status)
-
-    @staticmethod
-    def is_api(request: Request) -> bool:
-        return request.url.path.startswith(("/api/", "/frame/"))
-
-    def session_of(self, request: Request) -> Session | None:
-        payload = self.signer.loads(request.cookies.get(SESSION_COOKIE), max_age=SESSION_SECONDS)
-        sid = payload.get("sid") if payload else None
-        if not isinstance(sid, str):
-            return None
-        id_hash = token_hash(sid)
-        found = self.service.db.session(id_hash)
-        return None if found is None else Session(found[0], found[1], id_hash)
-
-    @staticmethod
-    def require(session: Session | None, role: str | None = None, next_url: str | None = None) -> Session:
-        if session is None:
-            raise LoginNeeded(next_url)
-        if role is not None and session.user.role != role:
-            raise HTTPProblem(403, f"this page is for {role}s; you are logged in as {session.user.role} "
-                                   f"{session.user.name!r}.")
-        return session
-
-    @staticmethod
-    def check_csrf(session: Session | None, form: FormData, request: Request) -> None:
-        given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
-        if session is None or not same_token(str(given) if given else None, session.csrf):
-            raise HTTPProblem(403, "the form's security token is missing or out of date: reload the page "
-                                   "and try again.")
-
-    @staticmethod
-    def redirect(url: str) -> RedirectResponse:
-        return RedirectResponse(url, status_code=303)
-
-    @staticmethod
-    def home_of(user: User) -> str:
-        return "/admin" if user.role == "admin" else "/review"
-
-    def cookie(self, response: Response, name: str, value: str, max_age: int) -> None:
-        response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="lax",
-                            secure=self.secure_cookies, path="/")
-
-    @staticmethod
-    async def read_form(request: Request) -> FormData:
-        return await request.form(max_files=0, max_fields=MAX_FORM_FIELDS, max_part_size=MAX_BODY_BYTES)
+#: What the login page says, by why the visitor was sent there.
+LOGIN_NOTICES = {
+    "expired": "Your session ended: log in again. An answer you had given is kept in this browser tab and "
+               "saved after you log in.",
+    "unknown": "This browser was holding a session that it did not log in to (a cookie set by someone or "
+               "something else): it was not used. Log in with your own account; that session then ends.",
+}
 
 
 def create_app(service: ReviewService, *, secure_cookies: bool = False,
@@ -328,24 +128,18 @@ def create_app(service: ReviewService, *, secure_cookies: bool = False,
 
 
 def add_error_pages(app: FastAPI, pages: Pages) -> None:
-    """Problems as an error page (a JSON body for the API and frames); no session: the login page."""
+    """Problems as an error page (a JSON body for the API, frames and scripts); no session: the login."""
 
     @app.exception_handler(HTTPProblem)
     async def problem(request: Request, exc: HTTPProblem):
-        if pages.is_api(request):
-            return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
-        return HTMLResponse(pages.env.get_template("error.html").render(status=exc.status, message=exc.message,
-                                                                         links=exc.links, session=None),
-                            status_code=exc.status, headers=exc.headers)
+        return pages.problem_response(request, exc)
 
     @app.exception_handler(LoginNeeded)
     async def login_needed(request: Request, exc: LoginNeeded):
+        target = login_url(exc, bool(request.cookies.get(SESSION_COOKIE)))
         if pages.is_api(request):
-            return JSONResponse({"error": "log in first."}, status_code=401)
-        query = {"expired": "1"} if request.cookies.get(SESSION_COOKIE) else {}
-        if exc.next_url and SAFE_NEXT.match(exc.next_url):
-            query["next"] = exc.next_url
-        return pages.redirect("/" + ("?" + urlencode(query) if query else ""))
+            return JSONResponse({"error": "log in first.", "login": target}, status_code=401)
+        return pages.redirect(target)
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon():
@@ -357,8 +151,7 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
     service = pages.service
     render, session_of, require, check_csrf = pages.render, pages.session_of, pages.require, pages.check_csrf
     redirect, read_form = pages.redirect, pages.read_form
-    cookie, home_of, limiter, login_signer, signer = (pages.cookie, pages.home_of, pages.limiter,
-                                                      pages.login_signer, pages.signer)
+    cookie, home_of, limiter, login_signer = pages.cookie, pages.home_of, pages.limiter, pages.login_signer
 
     def login_page(request: Request, status: int = 200, message: str = "", name: str = "",
                    headers: dict | None = None, next_url: str = "", notice: str = "") -> HTMLResponse:
@@ -372,21 +165,20 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
 
     # Each route does its blocking work (database, argon2, templates) in one worker-thread hop.
 
-    def index_work(request: Request, next_url: str, expired: str):
+    def index_work(request: Request, next_url: str, expired: str, unknown: str):
         if next_url and not SAFE_NEXT.match(next_url):
             raise HTTPProblem(400, "next must be a page of this app (/review or /admin).")
-        if expired not in ("", "1"):
-            raise HTTPProblem(400, "expired must be 1 or absent.")
+        if expired not in ("", "1") or unknown not in ("", "1"):
+            raise HTTPProblem(400, "expired and unknown must be 1 or absent.")
         session = session_of(request)
-        if session is not None:
+        if session is not None and not unknown:
             return redirect(next_url if next_url.startswith(home_of(session.user)) else home_of(session.user))
-        notice = ("Your session ended: log in again. An answer you had given is kept in this browser tab and "
-                  "saved after you log in." if expired else "")
+        notice = LOGIN_NOTICES["unknown"] if unknown else LOGIN_NOTICES["expired"] if expired else ""
         return login_page(request, next_url=next_url, notice=notice)
 
     @app.get("/", response_class=HTMLResponse)
-    async def index(request: Request, next: str = "", expired: str = ""):
-        return await run_in_threadpool(index_work, request, next, expired)
+    async def index(request: Request, next: str = "", expired: str = "", unknown: str = ""):
+        return await run_in_threadpool(index_work, request, next, expired, unknown)
 
     @app.post("/login")
     async def login(request: Request):
@@ -399,6 +191,11 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
         next_url = next_url if SAFE_NEXT.match(next_url) else ""
         if not expected or not same_token(str(given) if given else None, expected.get("csrf")):
             return login_page(request, 403, "the login form expired: try again.", next_url=next_url)
+        browser = str(form.get(BROWSER_FIELD) or "")
+        if not BROWSER_KEY.match(browser):
+            return login_page(request, 400, "this login form needs JavaScript and the browser's local storage (a "
+                              "session is tied to the browser that logged in): turn them on for this site and "
+                              "reload the page.", next_url=next_url)
         name = str(form.get("username") or "").strip()[:64]
         password = str(form.get("password") or "")
         key = login_key(name)
@@ -414,8 +211,8 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
         user = found[0]
         if rehash:
             service.db.set_password_hash(user.name, hash_password(password))
-        # A new session id at every login; the session this browser carried (if any, e.g. a cookie
-        # planted by someone else) ends on the server.
+        # A new session id at every login, tied to this browser; the session this browser carried
+        # (if any, e.g. a cookie planted by someone else) ends on the server.
         old = session_of(request)
         if old is not None:
             service.db.delete_session(old.id_hash)
@@ -423,7 +220,7 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
         service.db.create_session(user.name, token_hash(sid), csrf)
         target = next_url if next_url.startswith(home_of(user)) else home_of(user)
         response = redirect(target)
-        cookie(response, SESSION_COOKIE, signer.dumps({"sid": sid}), SESSION_SECONDS)
+        pages.session_cookie(response, sid, browser)
         response.delete_cookie(LOGIN_COOKIE, path="/")
         return response
 
@@ -438,139 +235,6 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
         response = redirect("/")
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
-
-
-def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
-    """``/review``, ``/answer``, ``/undo`` and the annotator's API (``/api/round``, ``/api/answers``)."""
-    service, task_set = pages.service, pages.task_set
-    render, session_of, require, check_csrf = pages.render, pages.session_of, pages.require, pages.check_csrf
-    redirect, read_form = pages.redirect, pages.read_form
-
-    def class_index(value: str) -> int:
-        text = value.strip()
-        if re.fullmatch(r"\d{1,9}", text):
-            return int(text)
-        names = {n.casefold(): i for i, n in enumerate(task_set.class_names)}
-        if text.casefold() in names:
-            return names[text.casefold()]
-        raise InputError(f"added label {text[:40]!r} is not a class number"
-                         + (" or class name" if task_set.class_names else "") + " of this set.")
-
-    def answer_fields(form) -> dict:
-        typed = [v for v in str(form.get("added_labels_text") or "").replace(";", ",").split(",") if v.strip()]
-        added = sorted({class_index(str(v)) for v in [*form.getlist("added_labels"), *typed]})
-        return {"label_correct": form.get("label_correct"), "similarity": form.get("similarity"),
-                "reason": form.get("reason"), "added_labels": added}
-
-    def undone_fields(request: Request) -> dict:
-        """The removed answer an undo shows again (query values, checked like an answer)."""
-        q = request.query_params
-        try:
-            fields = answer_fields(q)
-        except InputError as exc:
-            raise HTTPProblem(400, str(exc)) from None
-        for name, allowed in (("label_correct", LABEL_ANSWERS), ("similarity", SIMILARITY_ANSWERS),
-                              ("reason", REASONS)):
-            if fields[name] is not None and fields[name] not in allowed:
-                raise HTTPProblem(400, f"{name} must be one of {', '.join(allowed)}; got {str(fields[name])[:40]!r}.")
-        return fields
-
-    def annotator_page(session: Session, index: int | None, status: int = 200, message: str = "",
-                       given: dict | None = None, undone: dict | None = None) -> HTMLResponse:
-        try:
-            view = service.view(session.user, index)
-        except RoundMismatch as exc:
-            raise HTTPProblem(404, str(exc), links=(("/review", "your next task"),)) from exc
-        return render("review.html", status, session=session, view=view, round=view.round, done=view.done,
-                      total=view.total, message=message, given=given or {}, undone=undone or {},
-                      class_names=task_set.class_names, class_name=task_set.class_name)
-
-    @app.get("/review", response_class=HTMLResponse)
-    async def review(request: Request, task: str | None = None, undone: str | None = None):
-        return await run_in_threadpool(review_work, request, task, undone)
-
-    def review_work(request: Request, task: str | None, undone: str | None):
-        index = int_param(task, "task")
-        if undone not in (None, "1"):
-            raise HTTPProblem(400, "undone must be 1 or absent.")
-        session = require(session_of(request), next_url="/review" + (f"?task={index}" if index is not None else ""))
-        if session.user.role == "admin":
-            return redirect("/admin")
-        if index is None:
-            nxt = service.next_task(session.user)
-            if nxt is not None:   # every task has its own address: Back shows that task, nothing else
-                return redirect(f"/review?task={nxt}")
-        return annotator_page(session, index, undone=undone_fields(request) if undone else None)
-
-    @app.get("/api/round")
-    async def api_round(request: Request):
-        return await run_in_threadpool(api_round_work, request)
-
-    def api_round_work(request: Request):
-        require(session_of(request))
-        rnd = service.current_round()
-        return JSONResponse({"round": rnd, "round2_pairs": len(service.db.round2_pairs()) if rnd == 2 else 0})
-
-    @app.post("/answer")
-    async def answer(request: Request):
-        return await run_in_threadpool(answer_work, request, await read_form(request))
-
-    def answer_work(request: Request, form: FormData):
-        index = int_param(form.get("task"), "task")
-        rnd = int_param(form.get("round"), "round")
-        if index is None or rnd is None:
-            raise HTTPProblem(400, "an answer names its task and round (the form's task and round fields).")
-        # no session (expired, logged out elsewhere): nothing is saved; the login brings the
-        # annotator back to this task, where the page (which kept the answer) saves it again
-        session = require(session_of(request), next_url=f"/review?task={index}")
-        check_csrf(require(session, "annotator"), form, request)
-        base = form.get("base")
-        base = None if base is None else str(base)[:64]
-        try:
-            fields = answer_fields(form)
-        except InputError as exc:
-            return annotator_page(session, index, 400, str(exc),
-                                  given={"label_correct": form.get("label_correct"), "similarity": form.get("similarity"),
-                                         "reason": form.get("reason"), "added_labels": []})
-        try:
-            service.submit(session.user, index, rnd, fields, base)
-        except RoundMismatch as exc:
-            raise HTTPProblem(409, str(exc), links=(("/review", "your next task"),)) from exc
-        except StaleAnswer as exc:
-            raise HTTPProblem(409, str(exc), links=((f"/review?task={index}", "this task, as saved"),
-                                                    ("/review", "your next task"))) from exc
-        except (DataError, InputError) as exc:
-            return annotator_page(session, index, 400, str(exc), given=fields)
-        nxt = service.next_task(session.user)
-        return redirect("/review" if nxt is None else f"/review?task={nxt}")
-
-    @app.post("/undo")
-    async def undo(request: Request):
-        return await run_in_threadpool(undo_work, request, await read_form(request))
-
-    def undo_work(request: Request, form: FormData):
-        session = require(session_of(request), next_url="/review")
-        check_csrf(require(session, "annotator"), form, request)
-        removed = service.undo(session.user)
-        if removed is None:
-            return redirect("/review")
-        task, old = removed
-        query = [("task", str(task.index)), ("undone", "1"), ("label_correct", old.label_correct)]
-        if not task.is_anchor_step:
-            query += [("similarity", old.similarity or "")] + ([("reason", old.reason)] if old.reason else [])
-        query += [("added_labels", str(c)) for c in old.added_labels]
-        return redirect("/review?" + urlencode(query))
-
-    @app.get("/api/answers/{annotator}")
-    async def api_answers(request: Request, annotator: str):
-        return await run_in_threadpool(api_answers_work, request, annotator)
-
-    def api_answers_work(request: Request, annotator: str):
-        session = require(session_of(request))
-        if session.user.role != "admin" and session.user.name != annotator:
-            raise HTTPProblem(403, "annotators may read only their own answers.")
-        rows = service.db.answers(annotator=annotator[:200])
-        return JSONResponse([{**asdict(a), "added_labels": list(a.added_labels)} for a in rows])
 
 
 def add_frame_routes(app: FastAPI, pages: Pages) -> None:
@@ -591,15 +255,17 @@ def add_frame_routes(app: FastAPI, pages: Pages) -> None:
             raise HTTPProblem(404, "no such frame in this task set.")
         try:
             data = frames.get(key, path, full=size == "full")
-        except RobustlabError as exc:
-            raise HTTPProblem(404, f"frame {key!r} cannot be read: {exc}") from exc
+        except RobustlabError as exc:   # the reason names the file: for the server's log, not the page
+            log.warning("frame %r cannot be read: %s", key, exc)
+            raise HTTPProblem(404, f"frame {key!r} cannot be read as an image (the server's log says why).") \
+                from None
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"})
 
 
 def add_admin_routes(app: FastAPI, pages: Pages) -> None:
     """``/admin``: the overview, a pair's answers, the round changes, the export and finalize."""
     service, task_set = pages.service, pages.task_set
-    render, session_of, require, check_csrf = pages.render, pages.session_of, pages.require, pages.check_csrf
+    render, session_of, require = pages.render, pages.session_of, pages.require
     redirect, read_form = pages.redirect, pages.read_form
 
     def admin_page(session: Session, status: int = 200, notice: str = "", error: str = "",
@@ -656,8 +322,7 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
         token and ``confirm=yes``; without the confirmation the admin is sent to its confirm page."""
         def register(work):
             def checked(request: Request, form: FormData):
-                session = require(session_of(request), next_url="/admin")
-                check_csrf(require(session, "admin"), form, request)
+                session = pages.check_post(session_of(request), form, request, "admin", next_url="/admin")
                 if form.get("confirm") != "yes":
                     return redirect(f"/admin/confirm/{action}")
                 return work(request, form, session)
@@ -671,13 +336,13 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
 
     @admin_action("round2")
     def admin_round2_work(request: Request, form: FormData, session: Session):
-        opened, n = service.open_round2()
+        opened, n = service.open_round2(by=session.user.name)
         return redirect(f"/admin?done={'round2' if opened else 'round2-already'}&n={n}")
 
     @admin_action("round1")
     def admin_round1_work(request: Request, form: FormData, session: Session):
         try:
-            reopened = service.reopen_round1()
+            reopened = service.reopen_round1(by=session.user.name)
         except RoundChangeRefused as exc:
             return admin_confirm_work(request, "round1", 409, str(exc))
         return redirect(f"/admin?done={'round1' if reopened else 'round1-already'}")
@@ -704,4 +369,5 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
         return redirect("/admin?done=finalized")
 
 
-__all__ = ["CSP", "MAX_BODY_BYTES", "NO_ANSWER", "create_app", "int_param"]
+
+__all__ = ["CSP", "MAX_BODY_BYTES", "Session", "create_app", "int_param"]

@@ -9,10 +9,15 @@ Core with bound parameters.
 
 Answers are keyed by ``(round, annotator, anchor, frame)``: saving an answer again replaces it,
 and saving the same answer again changes nothing (not even its time), so a resubmitted form
-or a retried request is harmless, and every saved answer survives a server restart. A page
-names the saved answer it showed (its *base*, :func:`answer_base`): a different answer saved
-against a base that is no longer current is refused (:class:`StaleAnswer`), so a page left
-open, or keys typed ahead on a slow network, never overwrite an answer unseen.
+or a retried request is harmless, and every saved answer survives a server restart. Every
+change of an answer (saved, replaced, undone) raises that task's *version* for its annotator
+and round, in the same transaction. A page names the version it showed (its *base*,
+:func:`version_token`): a different answer made on an older version is refused
+(:class:`StaleAnswer`), so a page left open, a page shown again by Back, an undo page or a
+draft restored in the browser never overwrites an answer given since.
+
+Every change of round is logged (``review_round_changes``) with who made it and how the
+round it closed stood: finalize records it.
 
 The round is one row of ``review_meta``. Every write that depends on it (saving and undoing an
 answer, opening round 2, reopening round 1) reads it inside its own transaction with a row
@@ -30,122 +35,48 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import (
-    Column,
-    Connection,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    PrimaryKeyConstraint,
-    String,
-    Table,
-    Text,
-    bindparam,
-    delete,
-    func,
-    select,
-    update,
-)
+from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import InputError, StoreError
 from ..store.database import Database
 from ..store.location import StoreLocation, resolve_location
 from ..store.store import upsert_statement
-from ..video.review import REASONS, ROUNDS, ReviewRecord
+from ..video.review import REASONS, REVIEW_DB, ROUNDS, ReviewRecord
+from .schema import (
+    ANSWER_AT,
+    ANSWER_FIELDS,
+    DONE,
+    GAP,
+    MAX_NAME,
+    R2_BEFORE,
+    R2_HAS,
+    R2_NEXT,
+    R2_TOTAL,
+    RECENT,
+    ROUND,
+    ROUND_EXCLUSIVE,
+    ROUND_SHARED,
+    SAVED,
+    SESSION,
+    VERSION,
+    answers,
+    meta,
+    metadata,
+    round2_pairs,
+    round_changes,
+    sessions,
+    task_versions,
+    users,
+)
 
 SCHEMA_VERSION = "1"
-DEFAULT_FILE = "review.db"
+DEFAULT_FILE = REVIEW_DB
 ROLES = ("annotator", "admin")
 #: Names a user may not take (the export uses none of them, but they read as system words).
 RESERVED_NAMES = ("joint", "admin-export", "anonymous")
-MAX_NAME = 64
 #: Sessions end this many seconds after login (the user logs in again).
 SESSION_SECONDS = 12 * 3600
-
-metadata = MetaData()
-
-meta = Table(
-    "review_meta", metadata,
-    Column("key", String(64), primary_key=True),
-    Column("value", Text, nullable=False),
-)
-
-users = Table(
-    "review_users", metadata,
-    Column("name", String(MAX_NAME), primary_key=True),
-    Column("role", String(16), nullable=False),
-    Column("password_hash", Text, nullable=False),
-    Column("created_at", Float, nullable=False),
-)
-
-sessions = Table(
-    "review_sessions", metadata,
-    # SHA-256 of the session id: the cookie's secret is never stored.
-    Column("id_hash", String(64), primary_key=True),
-    Column("user_name", String(MAX_NAME), ForeignKey("review_users.name", ondelete="CASCADE"),
-           nullable=False),
-    Column("csrf_token", String(64), nullable=False),
-    Column("created_at", Float, nullable=False),
-    Column("expires_at", Float, nullable=False),
-)
-
-answers = Table(
-    "review_answers", metadata,
-    Column("round", Integer, nullable=False),
-    Column("annotator", String(MAX_NAME), nullable=False),
-    Column("anchor", Text, nullable=False),
-    Column("frame", Text, nullable=False),
-    Column("label_correct", String(16), nullable=False),
-    Column("similarity", String(16), nullable=True),
-    Column("reason", String(32), nullable=True),
-    Column("added_labels", Text, nullable=False),  # JSON list of class indices
-    # Position of the pair in the task set's review order (the database is tied to one task
-    # set by its digest, so the index is stable): lets SQL find an annotator's next task.
-    Column("task_index", Integer, nullable=False),
-    Column("answered_at", Float, nullable=False),
-    PrimaryKeyConstraint("round", "annotator", "anchor", "frame"),
-    Index("ix_review_answers_progress", "round", "annotator", "task_index"),
-    Index("ix_review_answers_recent", "annotator", "round", "answered_at"),
-)
-
-round2_pairs = Table(
-    "review_round2_pairs", metadata,
-    Column("task_index", Integer, primary_key=True),
-    Column("anchor", Text, nullable=False),
-    Column("frame", Text, nullable=False),
-)
-
-_ANSWER_FIELDS = ("label_correct", "similarity", "reason", "added_labels")
-
-# --- statements of the annotator's hot path, built once (SQLAlchemy then reuses their SQL) ---------
-_ROUND = select(meta.c.value).where(meta.c.key == "round")
-# The round read by a write that must not interleave with a round change (PostgreSQL row locks;
-# SQLite renders no clause: its write transactions are serial).
-_ROUND_SHARED = _ROUND.with_for_update(read=True)
-_ROUND_EXCLUSIVE = _ROUND.with_for_update()
-_MINE = (answers.c.round == bindparam("round"), answers.c.annotator == bindparam("annotator"))
-_DONE = select(func.count()).select_from(answers).where(*_MINE)
-_ANSWER_AT = select(answers).where(*_MINE, answers.c.task_index == bindparam("task"))
-_after = answers.alias("after")
-# The smallest answered index whose successor is unanswered, plus one: the first gap after 0.
-_GAP = select(func.min(answers.c.task_index + 1)).where(*_MINE, ~select(_after.c.task_index).where(
-    _after.c.round == bindparam("round"), _after.c.annotator == bindparam("annotator"),
-    _after.c.task_index == answers.c.task_index + 1).exists())
-_R2_TOTAL = select(func.count()).select_from(round2_pairs)
-_R2_HAS = select(round2_pairs.c.task_index).where(round2_pairs.c.task_index == bindparam("task"))
-_R2_NEXT = select(func.min(round2_pairs.c.task_index)).where(~select(answers.c.task_index).where(
-    *_MINE, answers.c.task_index == round2_pairs.c.task_index).exists())
-_R2_BEFORE = select(func.count()).select_from(round2_pairs).where(round2_pairs.c.task_index < bindparam("task"))
-_SESSION = (select(users.c.name, users.c.role, sessions.c.csrf_token)
-            .join(users, users.c.name == sessions.c.user_name)
-            .where(sessions.c.id_hash == bindparam("id_hash"), sessions.c.expires_at > bindparam("now")))
-_SAVED = select(*[answers.c[f] for f in _ANSWER_FIELDS], answers.c.answered_at).where(
-    *_MINE, answers.c.anchor == bindparam("anchor"), answers.c.frame == bindparam("frame"))
-_RECENT = select(answers).where(*_MINE).order_by(answers.c.answered_at.desc()).limit(bindparam("limit"))
-#: The base of a task nobody answered yet (see :func:`answer_base`).
-NO_ANSWER = "new"
 
 
 @dataclass(frozen=True)
@@ -178,7 +109,7 @@ class Answer:
 
     def to_record(self) -> ReviewRecord:
         """The answer as a :class:`~robustlab.video.review.ReviewRecord` (ISO 8601 UTC timestamp)."""
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.answered_at))
+        stamp = iso_time(self.answered_at)
         return ReviewRecord(annotator=self.annotator, anchor=self.anchor, frame=self.frame,
                             label_correct=self.label_correct, round=self.round,
                             similarity=None if self.anchor == self.frame else self.similarity,
@@ -197,10 +128,15 @@ class RoundChangeRefused(InputError):
     """A round change that would lose or hide answers (e.g. reopening round 1 after round-2 answers)."""
 
 
-def answer_base(answer: Answer | None) -> str:
-    """The token a page sends back with its answer: which saved answer it showed
-    (:data:`NO_ANSWER` for none; else the saved answer's time, exactly)."""
-    return NO_ANSWER if answer is None else repr(float(answer.answered_at))
+def iso_time(seconds: float) -> str:
+    """A Unix time as ISO 8601 UTC (``2024-05-01T12:00:00Z``), as exports and records write times."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def version_token(version: int) -> str:
+    """The token a page sends back with its answer: the version of the task's answer it showed
+    (``"v0"`` for a task never answered by that annotator in that round)."""
+    return f"v{int(version)}"
 
 
 @dataclass(frozen=True)
@@ -220,9 +156,12 @@ class AnnotatorState:
     answer : Answer or None
         The annotator's saved answer to that task.
     anchor_answer : Answer or None
-        Their answer (this round) to the anchor step of that task's anchor, when asked for.
+        Their answer to the anchor step of that task's anchor, when asked for: of this round,
+        or in round 2 (when they did not answer it there) of round 1.
     recent : tuple of Answer
         Their last answers of the round, newest first, when asked for.
+    version : int
+        The version of their answer to that task in this round (0: never changed).
     """
 
     round: int
@@ -233,6 +172,7 @@ class AnnotatorState:
     answer: Answer | None
     anchor_answer: Answer | None = None
     recent: tuple[Answer, ...] = ()
+    version: int = 0
 
 
 def review_location(db: str | os.PathLike | None, default_folder: str | os.PathLike) -> StoreLocation:
@@ -352,15 +292,19 @@ class ReviewDatabase:
 
     def current_round(self) -> int:
         """1 until an admin opens round 2, then 2."""
-        return int(self._db.run(lambda c: c.execute(_ROUND).scalar(), write=False) or 1)
+        return int(self._db.run(lambda c: c.execute(ROUND).scalar(), write=False) or 1)
 
-    def open_round2(self, choose: Callable[[list[Answer]], Sequence[tuple[int, str, str]]]) -> tuple[bool, int]:
+    def open_round2(self, choose: Callable[[list[Answer]], Sequence[tuple[int, str, str]]], *,
+                    closing: Callable[[list[Answer]], dict] | None = None,
+                    by: str | None = None) -> tuple[bool, int]:
         """Close round 1 and open round 2 on the pairs ``choose(round-1 answers)`` returns, as
         ``(task index, anchor, frame)`` triples.
 
         ``choose`` runs inside the transaction that changes the round, after the round row is
         locked: every round-1 answer saved before the round changes is seen by it, and every
-        later one is refused (:class:`RoundMismatch`), so none is lost.
+        later one is refused (:class:`RoundMismatch`), so none is lost. ``closing(round-1
+        answers)`` (in the same transaction) says how round 1 stood: it is logged with the
+        change, its time and ``by`` (:meth:`round_changes`).
 
         Returns
         -------
@@ -368,9 +312,9 @@ class ReviewDatabase:
             False (nothing changed) when round 2 was open already; the number of round-2 pairs.
         """
         def work(conn: Connection) -> tuple[bool, int]:
-            current = conn.execute(_ROUND_EXCLUSIVE).scalar()
+            current = conn.execute(ROUND_EXCLUSIVE).scalar()
             if current == "2":
-                return False, int(conn.execute(_R2_TOTAL).scalar())
+                return False, int(conn.execute(R2_TOTAL).scalar())
             round1 = [_to_answer(r) for r in conn.execute(
                 select(answers).where(answers.c.round == 1).order_by(answers.c.answered_at, answers.c.annotator))]
             tasks = list(choose(round1))
@@ -380,12 +324,15 @@ class ReviewDatabase:
                                                      for i, a, f in tasks])
             self._set_meta(conn, "round", "2")
             self._set_meta(conn, "round2_opened_at", repr(time.time()))
+            record = {**(closing(round1) if closing else {}), "round2_pairs": len(tasks)}
+            self._log_round_change(conn, "round2_opened", by, record)
             return True, len(tasks)
 
         return self._db.run(work, write=True)
 
-    def reopen_round1(self) -> bool:
-        """Close round 2 and open round 1 again, while nobody has answered round 2.
+    def reopen_round1(self, *, by: str | None = None) -> bool:
+        """Close round 2 and open round 1 again, while nobody has answered round 2 (logged,
+        with ``by``: :meth:`round_changes`).
 
         Returns False (nothing changed) when round 1 is open already.
 
@@ -395,7 +342,7 @@ class ReviewDatabase:
             Round 2 has answers (they would be hidden from the round-2 decision).
         """
         def work(conn: Connection) -> bool:
-            current = conn.execute(_ROUND_EXCLUSIVE).scalar()
+            current = conn.execute(ROUND_EXCLUSIVE).scalar()
             if current != "2":
                 return False
             n = conn.execute(select(func.count()).select_from(answers).where(answers.c.round == 2)).scalar()
@@ -403,12 +350,27 @@ class ReviewDatabase:
                 raise RoundChangeRefused(
                     f"round 1 cannot be reopened: round 2 has {n} answer(s) already. Finish round 2, or "
                     "export the answers and start a new review database.")
+            pairs = conn.execute(R2_TOTAL).scalar()
             conn.execute(delete(round2_pairs))
             self._set_meta(conn, "round", "1")
             self._set_meta(conn, "round1_reopened_at", repr(time.time()))
+            self._log_round_change(conn, "round1_reopened", by,
+                                   {"round": 2, "tasks": int(pairs), "answers": 0, "annotators": {}})
             return True
 
         return self._db.run(work, write=True)
+
+    def _log_round_change(self, conn: Connection, change: str, by: str | None, record: dict) -> None:
+        conn.execute(round_changes.insert().values(at=time.time(), change=change, by=by,
+                                                   record=json.dumps(record, sort_keys=True)))
+
+    def round_changes(self) -> list[dict]:
+        """Every change of round, oldest first: ``at`` (Unix time), ``change``
+        (``"round2_opened"`` or ``"round1_reopened"``), ``by`` (the admin, or None) and
+        ``record`` (how the round it closed stood, as logged then)."""
+        rows = self._db.run(lambda c: c.execute(select(round_changes).order_by(round_changes.c.seq)).all(),
+                            write=False)
+        return [{"at": r.at, "change": r.change, "by": r.by, "record": json.loads(r.record)} for r in rows]
 
     def round2_pairs(self) -> list[tuple[str, str]]:
         """The pairs of round 2, in review order (empty before it opens)."""
@@ -474,7 +436,7 @@ class ReviewDatabase:
     def session(self, id_hash: str) -> tuple[User, str] | None:
         """``(user, csrf token)`` of a live session, or None (unknown or expired)."""
         params = {"id_hash": id_hash, "now": time.time()}
-        row = self._db.run(lambda c: c.execute(_SESSION, params).first(), write=False)
+        row = self._db.run(lambda c: c.execute(SESSION, params).first(), write=False)
         return None if row is None else (User(row.name, row.role), row.csrf_token)
 
     def delete_session(self, id_hash: str) -> None:
@@ -493,15 +455,16 @@ class ReviewDatabase:
         record : ReviewRecord
         task_index : int
         base : str, optional
-            The saved answer the page showed (:func:`answer_base`; :data:`NO_ANSWER` for none).
-            When given, a *different* answer is saved only if that is still the saved answer.
+            The version of the task's answer the page showed (:func:`version_token`). When
+            given, a *different* answer is saved only if that is still the current version.
 
         Raises
         ------
         RoundMismatch
             ``record.round`` is not the open round, or (round 2) the task is not one of it.
         StaleAnswer
-            ``base`` is not the task's saved answer any more, and the answer differs from it.
+            The answer was changed (saved, replaced or undone) since version ``base``, and this
+            answer differs from the one saved now.
         """
         if record.round not in ROUNDS or (record.reason is not None and record.reason not in REASONS):
             raise InputError(f"answer {record!r} is not a valid review record.")
@@ -511,27 +474,42 @@ class ReviewDatabase:
                   "reason": record.reason, "added_labels": json.dumps(sorted(record.added_labels))}
 
         def work(conn: Connection) -> bool:
-            current = int(conn.execute(_ROUND_SHARED).scalar())
+            current = int(conn.execute(ROUND_SHARED).scalar())
             if record.round != current:
                 raise RoundMismatch(f"this page was for round {record.round}, but round {current} is open now: "
                                     "nothing was saved; reload the page.")
-            if current == 2 and conn.execute(_R2_HAS, {"task": int(task_index)}).first() is None:
+            if current == 2 and conn.execute(R2_HAS, {"task": int(task_index)}).first() is None:
                 raise RoundMismatch(f"task {task_index} is not reviewed in round 2.")
-            row = conn.execute(_SAVED, key).first()
-            if row is not None and {f: row._mapping[f] for f in _ANSWER_FIELDS} == values:
+            row = conn.execute(SAVED, key).first()
+            if row is not None and {f: row._mapping[f] for f in ANSWER_FIELDS} == values:
                 return False
-            saved = NO_ANSWER if row is None else repr(float(row.answered_at))
-            if base is not None and base != saved:
+            version = self._raise_version(conn, record.round, record.annotator, task_index)
+            if base is not None and base != version_token(version - 1):
+                what = (f"answered again (saved at {time.strftime('%H:%M:%S', time.localtime(row.answered_at))})"
+                        if row is not None else "cleared by an undo")
                 raise StaleAnswer(
-                    f"task {task_index} was {'answered' if row is not None else 'cleared (undone)'} after this "
-                    "page was shown, so this answer was not saved: open the task again to see its saved "
-                    "answer and change it there.")
+                    f"task {task_index} was {what} after this page was shown, so this answer was not saved: "
+                    "open the task to see its current state, and change it there.")
             statement = upsert_statement(self.dialect, answers, tuple(key),
-                                         (*_ANSWER_FIELDS, "task_index", "answered_at"))
+                                         (*ANSWER_FIELDS, "task_index", "answered_at"))
             conn.execute(statement, {**key, **values, "task_index": int(task_index), "answered_at": time.time()})
             return True
 
         return self._db.run(work, write=True)
+
+    def _raise_version(self, conn: Connection, round: int, annotator: str, task_index: int) -> int:
+        """Raise the version of an annotator's answer to a task (in the caller's transaction);
+        returns the new version. One statement (insert, or add 1 on conflict), which takes the
+        row's lock on PostgreSQL: two changes of one answer never both see the same version."""
+        dialect = postgresql if self.dialect == "postgresql" else sqlite
+        statement = dialect.insert(task_versions).values(round=int(round), annotator=annotator,
+                                                         task_index=int(task_index), version=1,
+                                                         changed_at=time.time())
+        statement = statement.on_conflict_do_update(
+            index_elements=["round", "annotator", "task_index"],
+            set_={"version": task_versions.c.version + 1, "changed_at": statement.excluded.changed_at},
+        ).returning(task_versions.c.version)
+        return int(conn.execute(statement).scalar())
 
     def annotator_state(self, annotator: str, n_tasks: int, task_index: int | None = None, *,
                         anchor_step_of: Callable[[int], int] | None = None, history: int = 0) -> AnnotatorState:
@@ -556,9 +534,9 @@ class ReviewDatabase:
             ``task_index`` is not a task of the open round.
         """
         def work(conn: Connection) -> AnnotatorState:
-            rnd = int(conn.execute(_ROUND).scalar())
+            rnd = int(conn.execute(ROUND).scalar())
             mine = {"round": rnd, "annotator": annotator}
-            done = conn.execute(_DONE, mine).scalar()
+            done = conn.execute(DONE, mine).scalar()
             if rnd == 1:
                 total = int(n_tasks)
                 chosen = task_index if task_index is not None else _first_gap(conn, annotator, total)
@@ -566,25 +544,28 @@ class ReviewDatabase:
                     raise RoundMismatch(f"task {chosen} does not exist; the set has {total} tasks.")
                 position = 0 if chosen is None else chosen + 1
             else:
-                total = conn.execute(_R2_TOTAL).scalar()
+                total = conn.execute(R2_TOTAL).scalar()
                 if task_index is None:
-                    chosen = conn.execute(_R2_NEXT, mine).scalar()
+                    chosen = conn.execute(R2_NEXT, mine).scalar()
                 else:
-                    if conn.execute(_R2_HAS, {"task": int(task_index)}).first() is None:
+                    if conn.execute(R2_HAS, {"task": int(task_index)}).first() is None:
                         raise RoundMismatch(f"task {task_index} is not reviewed in round 2.")
                     chosen = task_index
-                position = 0 if chosen is None else 1 + conn.execute(_R2_BEFORE, {"task": chosen}).scalar()
-            row = None if chosen is None else conn.execute(_ANSWER_AT, {**mine, "task": chosen}).first()
+                position = 0 if chosen is None else 1 + conn.execute(R2_BEFORE, {"task": chosen}).scalar()
+            row = None if chosen is None else conn.execute(ANSWER_AT, {**mine, "task": chosen}).first()
+            version = 0 if chosen is None else conn.execute(VERSION, {**mine, "task": chosen}).scalar() or 0
             anchor_row = None
             if chosen is not None and anchor_step_of is not None:
                 step = anchor_step_of(chosen)
                 if step != chosen:
-                    anchor_row = conn.execute(_ANSWER_AT, {**mine, "task": step}).first()
-            recent = conn.execute(_RECENT, {**mine, "limit": int(history)}).all() if history else []
+                    anchor_row = conn.execute(ANSWER_AT, {**mine, "task": step}).first()
+                    if anchor_row is None and rnd == 2:   # not answered in round 2: round 1's answer
+                        anchor_row = conn.execute(ANSWER_AT, {**mine, "round": 1, "task": step}).first()
+            recent = conn.execute(RECENT, {**mine, "limit": int(history)}).all() if history else []
             return AnnotatorState(round=rnd, task_index=chosen, position=position, done=done, total=total,
                                   answer=None if row is None else _to_answer(row),
                                   anchor_answer=None if anchor_row is None else _to_answer(anchor_row),
-                                  recent=tuple(_to_answer(r) for r in recent))
+                                  recent=tuple(_to_answer(r) for r in recent), version=int(version))
 
         return self._db.run(work, write=False)
 
@@ -603,11 +584,11 @@ class ReviewDatabase:
                  .order_by(answers.c.round, answers.c.annotator))
         return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
 
-    def undo_last(self, annotator: str) -> Answer | None:
+    def undo_last(self, annotator: str) -> tuple[Answer, int] | None:
         """Delete an annotator's most recent answer of the open round (read in the same
-        transaction); returns it (None when there is none)."""
-        def work(conn: Connection) -> Answer | None:
-            rnd = int(conn.execute(_ROUND_SHARED).scalar())
+        transaction); returns it and the task's new version (None when there is none)."""
+        def work(conn: Connection) -> tuple[Answer, int] | None:
+            rnd = int(conn.execute(ROUND_SHARED).scalar())
             row = conn.execute(select(answers).where(answers.c.round == rnd,
                                                      answers.c.annotator == annotator)
                                .order_by(answers.c.answered_at.desc()).limit(1)).first()
@@ -615,14 +596,14 @@ class ReviewDatabase:
                 return None
             conn.execute(delete(answers).where(answers.c.round == row.round, answers.c.annotator == row.annotator,
                                                answers.c.anchor == row.anchor, answers.c.frame == row.frame))
-            return _to_answer(row)
+            return _to_answer(row), self._raise_version(conn, row.round, row.annotator, row.task_index)
 
         return self._db.run(work, write=True)
 
     def recent_answers(self, annotator: str, round: int, limit: int = 8) -> list[Answer]:
         """An annotator's last ``limit`` answers of a round, newest first."""
         params = {"round": int(round), "annotator": annotator, "limit": int(limit)}
-        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(_RECENT, params).all(), write=False)]
+        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(RECENT, params).all(), write=False)]
 
     def records(self) -> list[ReviewRecord]:
         """Every answer as a review record, in a stable order (round, annotator, anchor, frame)."""
@@ -640,9 +621,9 @@ def _to_answer(row) -> Answer:
 def _first_gap(conn: Connection, annotator: str, n_tasks: int) -> int | None:
     """The smallest round-1 task index the annotator has not answered (None when all are)."""
     mine = {"round": 1, "annotator": annotator}
-    if conn.execute(_ANSWER_AT, {**mine, "task": 0}).first() is None:
+    if conn.execute(ANSWER_AT, {**mine, "task": 0}).first() is None:
         return 0 if n_tasks > 0 else None
-    gap = conn.execute(_GAP, mine).scalar()
+    gap = conn.execute(GAP, mine).scalar()
     return None if gap is None or gap >= n_tasks else int(gap)
 
 

@@ -11,6 +11,8 @@
   :class:`Agreement`), on the items every one of them answered.
 - :func:`completeness`: how far the open round is (what the admin confirms before a round
   change or finalize, and what an incomplete finalized set records).
+- :func:`round_history`: how each round closed (who had answered how many of its tasks, when
+  and by whom the round changed), as finalize records it.
 - :func:`reason_counts`, :func:`disagreements`, :func:`progress`: the admin page's tables.
 """
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from ..metrics.agreement import cohen_kappa, fleiss_kappa, rating_counts
 from ..video.finalize import PairDecision, decide_pairs
 from ..video.review import LABEL_ANSWERS, REASONS, SIMILARITY_ANSWERS
-from .database import Answer
+from .database import Answer, iso_time
 from .tasks import ReviewTask, TaskSet
 
 
@@ -257,6 +259,53 @@ def completeness(answers: Iterable[Answer], round: int, round_pairs: Sequence[tu
     return RoundCompleteness(round=round, annotators=tuple(expected), not_started=not_started,
                              tasks=len(wanted), done={n: done[n] for n in expected},
                              unreviewed=unreviewed, partly_reviewed=partly)
+
+
+#: Per logged change of round (``review_round_changes``): the round it closed, and in words.
+ROUND_CHANGES = {"round2_opened": (1, "round 2 opened"), "round1_reopened": (2, "round 1 reopened")}
+
+
+def round_history(changes: Sequence[dict], open_state: RoundCompleteness, answers: Iterable[Answer],
+                  round1_pairs: Sequence[tuple[str, str]]) -> list[dict]:
+    """Each round as it closed, oldest first, then the open one as it stands: what finalize records.
+
+    Parameters
+    ----------
+    changes : sequence of dict
+        The logged round changes (:meth:`robustlab.review.database.ReviewDatabase.round_changes`).
+    open_state : RoundCompleteness
+        The open round now.
+    answers : iterable of Answer
+        Every saved answer (for a round 1 closed before changes were logged).
+    round1_pairs : sequence of (anchor, frame)
+        Every task of the set (round 1's).
+
+    Returns
+    -------
+    list of dict
+        Per closed round: its :meth:`RoundCompleteness.record` as logged when it closed (who had
+        answered how many of its tasks), ``opened_at``, ``closed_at`` (ISO 8601 UTC),
+        ``closed_by`` and ``closed_when`` (``"round 2 opened"`` or ``"round 1 reopened"``);
+        last, the open round with ``closed_at`` None.
+    """
+    def entry(round: int, record: dict, opened_at, closed_at, by, when: str) -> dict:
+        kept = {k: v for k, v in record.items() if k != "open_round"}
+        return {"round": round, **kept, "opened_at": opened_at, "closed_at": closed_at, "closed_by": by,
+                "closed_when": when}
+
+    history, opened_at = [], None
+    if open_state.round == 2 and not any(c["change"] == "round2_opened" for c in changes):
+        # round 2 was opened before changes were logged: round 1's answers are as it closed
+        closed = completeness([a for a in answers if a.round == 1], 1, round1_pairs).record()
+        history.append(entry(1, closed, None, None, None, "round 2 opened (before round changes were logged)"))
+    for change in changes:
+        at = iso_time(change["at"])
+        if change["change"] in ROUND_CHANGES:
+            closed_round, when = ROUND_CHANGES[change["change"]]
+            history.append(entry(closed_round, change["record"], opened_at, at, change["by"], when))
+        opened_at = at
+    history.append(entry(open_state.round, open_state.record(), opened_at, None, None, "open when finalized"))
+    return history
 
 
 def reason_counts(answers: Iterable[Answer], round: int) -> dict[str, int]:

@@ -29,7 +29,8 @@ from .database import (
     RoundMismatch,
     StaleAnswer,
     User,
-    answer_base,
+    iso_time,
+    version_token,
 )
 from .tasks import ReviewTask, TaskSet
 
@@ -58,8 +59,9 @@ class TaskView:
     round1: tuple[Answer, ...]   # everyone's round-1 answers (round 2 only; empty in round 1)
     round2: tuple[Answer, ...]   # everyone's round-2 answers so far (round 2 only)
     decision: PairDecision | None  # the joint decision so far (round 2 only)
-    base: str = "new"       # which saved answer the page shows (database.answer_base)
-    label_preset: str | None = None  # a pair's label answer, taken from this round's anchor step ("yes")
+    base: str = "v0"        # the version of the answer the page shows (database.version_token)
+    label_preset: str | None = None  # a pair's label answer, taken from the anchor step ("yes")
+    label_preset_round: int = 0      # the round of the anchor-step answer it came from
     recent: tuple[tuple[Answer, ReviewTask], ...] = ()  # the annotator's last answers, newest first
 
 
@@ -80,16 +82,23 @@ class ReviewService:
         """The pairs round 2 would review if it opened now."""
         return rounds.round2_pairs(self.task_set, self.db.answers(round=1))
 
-    def open_round2(self) -> tuple[bool, int]:
+    def open_round2(self, by: str | None = None) -> tuple[bool, int]:
         """Close round 1 and open round 2 on the pairs someone doubted. The pairs are chosen
         inside the transaction that changes the round, so an answer saved meanwhile is either
-        seen or refused, never lost. Returns (opened now, number of pairs)."""
+        seen or refused, never lost. The change is logged with how round 1 stood (who answered
+        how many of its tasks) and ``by``. Returns (opened now, number of pairs)."""
         def choose(round1: list[Answer]) -> list[tuple[int, str, str]]:
             return [(self.task_set.task(*p).index, *p) for p in rounds.round2_pairs(self.task_set, round1)]
 
-        return self.db.open_round2(choose)
+        accounts = [u.name for u in self.db.list_users("annotator")]
+        pairs = [t.pair for t in self.task_set.tasks]
 
-    def reopen_round1(self) -> bool:
+        def closing(round1: list[Answer]) -> dict:
+            return rounds.completeness(round1, 1, pairs, accounts).record()
+
+        return self.db.open_round2(choose, closing=closing, by=by)
+
+    def reopen_round1(self, by: str | None = None) -> bool:
         """Close round 2 and open round 1 again (only while round 2 has no answer).
 
         Raises
@@ -97,7 +106,7 @@ class ReviewService:
         RoundChangeRefused
             Round 2 has answers.
         """
-        return self.db.reopen_round1()
+        return self.db.reopen_round1(by=by)
 
     def round_pairs(self, round: int | None = None) -> list[tuple[str, str]]:
         """The tasks of a round (default: the open one) as (anchor, frame) pairs."""
@@ -129,8 +138,10 @@ class ReviewService:
         the annotator has not answered (``task`` None when the round is done).
 
         A pair's label question is answered in advance ("yes") when this annotator found the
-        anchor correctly labelled at its own step in this round: the label is per video, so it
-        is asked once per video (the page marks it, and one key changes it).
+        anchor correctly labelled at its own step: the label is per video, so it is asked once
+        per video (the page marks it, and one key changes it). The answer of the open round
+        counts; in round 2, when they did not answer the anchor's step there, their round-1
+        answer to it.
 
         Raises
         ------
@@ -149,14 +160,26 @@ class ReviewService:
             r1 = tuple(a for a in given if a.round == 1)
             r2 = tuple(a for a in given if a.round == 2)
             decision = rounds.joint_decisions(r2).get(task.pair) if r2 else None
-        preset = None
-        if task is not None and not task.is_anchor_step and state.anchor_answer is not None \
-                and state.anchor_answer.label_correct == "yes":
-            preset = "yes"
+        anchor = state.anchor_answer
+        preset = "yes" if task is not None and not task.is_anchor_step and anchor is not None \
+            and anchor.label_correct == "yes" else None
         recent = tuple((a, t) for a in state.recent if (t := self.task_set.task(a.anchor, a.frame)) is not None)
         return TaskView(task=task, round=state.round, position=state.position, done=state.done,
                         total=state.total, answer=state.answer, round1=r1, round2=r2, decision=decision,
-                        base=answer_base(state.answer), label_preset=preset, recent=recent)
+                        base=version_token(state.version), label_preset=preset,
+                        label_preset_round=anchor.round if preset else 0, recent=recent)
+
+    def saved(self, user: User, index: int) -> tuple[int, Answer | None, str]:
+        """``(open round, the annotator's saved answer to task index or None, its version token)``.
+
+        Raises
+        ------
+        RoundMismatch
+            ``index`` is not a task of the open round.
+        """
+        self.check_index(index)
+        state = self.db.annotator_state(user.name, len(self.task_set), index)
+        return state.round, state.answer, version_token(state.version)
 
     def anchor_step_index(self, index: int) -> int:
         """Index of the anchor step of task ``index``'s anchor (``index`` itself when the set has none)."""
@@ -184,14 +207,15 @@ class ReviewService:
             ``label_correct``, and for pairs ``similarity`` and (dissimilar) ``reason``; for an
             anchor step, optional ``added_labels`` (class indices).
         base : str, optional
-            The saved answer the page showed (:func:`robustlab.review.database.answer_base`).
+            The version of the answer the page showed (:func:`robustlab.review.database.version_token`).
 
         Raises
         ------
         RoundMismatch
             The round is not the open one, or the task is not in it.
         StaleAnswer
-            Another answer was saved to the task after the page showed ``base``.
+            The task's answer changed (saved, replaced or undone) after the page showed ``base``,
+            and this answer differs from the one saved now.
         DataError
             The answer is not a valid review record (message says which field and why).
         InputError
@@ -214,14 +238,16 @@ class ReviewService:
                               f"answer to task {index}")
         return self.db.save_answer(record, task.index, base)
 
-    def undo(self, user: User) -> tuple[ReviewTask, Answer] | None:
-        """Remove the annotator's last answer of the open round; returns its task and the
-        removed answer (the page shows it again, unsaved), or None when there is none."""
+    def undo(self, user: User) -> tuple[ReviewTask, Answer, str] | None:
+        """Remove the annotator's last answer of the open round; returns its task, the removed
+        answer (the page shows it again, unsaved) and the task's version token after the undo,
+        or None when there is none."""
         removed = self.db.undo_last(user.name)
         if removed is None:
             return None
-        task = self.task_set.task(removed.anchor, removed.frame)
-        return None if task is None else (task, removed)
+        answer, version = removed
+        task = self.task_set.task(answer.anchor, answer.frame)
+        return None if task is None else (task, answer, version_token(version))
 
     # --- admin -----------------------------------------------------------------------------------
 
@@ -313,8 +339,9 @@ class ReviewService:
                                    "explicitly (the set then records it).")
         records = [a.to_record() for a in sorted(answers, key=lambda a: (a.round, a.annotator, a.anchor, a.frame))]
         exported = self.export(records=records)
-        review = {**state.record(), "finalized_by": by,
-                  "finalized_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        review = {**state.record(), "finalized_by": by, "finalized_at": iso_time(time.time()),
+                  "rounds": rounds.round_history(self.db.round_changes(), state, answers,
+                                                 [t.pair for t in self.task_set.tasks])}
         summary = finalize(self.task_set.root, [exported], require_anchor_review=require_anchor_review,
                            review=review)
         summary["export"] = str(exported)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +51,11 @@ REASONS = ("motion", "background_change", "blur_change", "other")
 ROUNDS = (1, 2)
 REQUIRED_FIELDS = ("annotator", "anchor", "frame", "label_correct", "round")
 OPTIONAL_FIELDS = ("similarity", "reason", "added_labels", "note", "timestamp")
+#: Where a review's answers live beside its task file: the review app's database (SQLite, the
+#: default ``--db``), its table of answers, and the folder of exported review files.
+REVIEW_DB = "review.db"
+REVIEW_ANSWERS_TABLE = "review_answers"
+REVIEWS_DIR = "reviews"
 
 _SYNONYMS = {"don't know": "unsure", "dont know": "unsure", "dont_know": "unsure",
              "unknown": "unsure", "true": "yes", "false": "no"}
@@ -192,3 +198,57 @@ def write_reviews(path: str | os.PathLike, records: Iterable[ReviewRecord | Mapp
             rec = parse_review(dict(rec), f"record {i}")
         lines.append(json.dumps(rec.to_json()) + "\n")
     return atomic_write_text(path, "".join(lines))
+
+
+def answers_kept_in(folder: str | os.PathLike) -> list[str]:
+    """What in ``folder`` holds people's answers to its review tasks, one line each (empty: none).
+
+    Looks at the review app's default database (``review.db``: its saved answers, counted
+    read-only) and at the exported review files (``reviews/*.jsonl``: their records). A file
+    that cannot be read, or is not a regular file, is listed too: it may hold answers. Used
+    before anything would replace the task set those answers refer to.
+    """
+    root = Path(folder)
+    found = []
+    db = root / REVIEW_DB
+    if db.exists() or db.is_symlink():
+        n = _count_db_answers(db)
+        if n is None:
+            found.append(f"{db} (a review database that cannot be read here)")
+        elif n:
+            found.append(f"{db} ({n} saved answer(s))")
+    exports = root / REVIEWS_DIR
+    for path in sorted(exports.glob("*.jsonl")) if exports.is_dir() else []:
+        n = _count_records(path)
+        if n is None or n:
+            found.append(f"{path} ({'cannot be read' if n is None else f'{n} review record(s)'})")
+    return found
+
+
+def _count_db_answers(path: Path) -> int | None:
+    """Answers in the review app's SQLite database (read-only); None when it cannot be read."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return None
+    try:
+        return int(conn.execute(f"SELECT count(*) FROM {REVIEW_ANSWERS_TABLE}").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        return 0 if "no such table" in str(exc) else None
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+
+
+def _count_records(path: Path) -> int | None:
+    """Non-blank, non-comment lines of a review file; None when it is not a readable regular file."""
+    if not path.is_file():
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return sum(1 for line in f if line.strip() and not line.lstrip().startswith("#"))
+    except OSError:
+        return None

@@ -16,6 +16,10 @@ videos or their order), and writes, under ``OUT``:
 
 A video that cannot be decoded or is shorter than 2k+1 frames is skipped and reported in the
 returned summary (and in ``sample.json``); the run goes on with the other videos.
+
+Sampling again into a folder replaces its task set; a folder whose review holds answers
+(``review.db`` with saved answers, or exported ``reviews/*.jsonl``) is refused before anything
+is written, so no answer ever loses the frames it was given on.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from ..errors import DataError, InputError
 from ..fsutil import atomic_write_text, ensure_dir, not_a_folder, require_regular_file
 from ..seeding import as_generator, derive_seed
 from ._io import write_json
+from .review import REVIEW_DB, REVIEWS_DIR, answers_kept_in
 
 VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".ts",
                     ".mts", ".m2ts", ".flv", ".wmv", ".3gp", ".ogv", ".ogg", ".gif", ".y4m")
@@ -270,7 +275,8 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
     Raises
     ------
     InputError
-        ``k < 1``, unknown image format, or bad labels.
+        ``k < 1``, unknown image format, bad labels, or ``out_dir`` holds answers to the review
+        of the task set sampled there before (:func:`check_no_review_answers`).
     DataError
         No video files in ``videos_dir``, or none of them could be sampled.
     """
@@ -281,6 +287,7 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
         raise InputError(f"image format {image_format!r} is unknown; use 'jpg' or 'png'.")
     checked_labels = check_labels(labels, class_names)  # before anything is written
     check_destination(out_dir, "robustlab video sample", MANIFEST)  # never into another command's output
+    check_no_review_answers(out_dir)
     videos_root = Path(videos_dir)
     paths = find_videos(videos_root, extensions)
     if not paths:
@@ -324,6 +331,30 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
         raise DataError(f"none of the {len(paths)} videos in {videos_root} could be sampled "
                         f"(e.g. {reasons}).")
     return summary
+
+
+def check_no_review_answers(out_dir: str | os.PathLike) -> None:
+    """Refuse to sample into a folder whose review already holds answers (before anything is written).
+
+    Sampling again replaces the task set and its frames; answers saved in ``OUT/review.db`` or
+    exported to ``OUT/reviews/`` would then refer to frames and tasks that are gone (the
+    review server refuses such a database, and finalize the export).
+
+    Raises
+    ------
+    InputError
+        Listing what holds answers, and the two ways on: another folder, or export and move.
+    """
+    kept = answers_kept_in(out_dir)
+    if not kept:
+        return
+    out = Path(out_dir)
+    raise InputError(
+        f"{out} holds answers to the review of the task set sampled there: {'; '.join(kept)}. Sampling again "
+        "would replace that task set and its frames, and the answers would no longer match them. Sample into "
+        f"another folder (e.g. {out.name}-2), or, to start this review over, export the answers first "
+        f"(`robustlab review export answers.jsonl --db {out / REVIEW_DB}`) and move {REVIEW_DB} and "
+        f"{REVIEWS_DIR}/ out of {out}.")
 
 
 def read_manifest(out_dir: str | os.PathLike) -> dict:

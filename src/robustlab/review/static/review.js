@@ -1,5 +1,5 @@
 // robustlab review: the keyboard, and the rules that keep an answer the one the annotator gave.
-// Plain JavaScript, no build step (docs/review.md lists every key).
+// Plain JavaScript, no build step (docs/review.md lists every key). session.js runs first.
 //
 // - The answer form is inert until both frames are decoded; from Enter until the next task is
 //   fully shown, keys are ignored (and the page says it is loading), so typing ahead on a slow
@@ -7,34 +7,75 @@
 // - The form shows only what the server rendered: the browser's form restoration (Back, the
 //   back/forward cache) is undone, and a page restored from that cache is reloaded.
 // - Focus stays in the form (Tab cycles in it); Enter always saves the answer, never logs out.
-// - The unsaved answer is kept in this tab (sessionStorage) while it is being saved: when the
-//   session was lost, the login brings the annotator back and the page saves it then; a reload
-//   of the same task restores unsaved choices. Nothing else is ever filled in.
+// - Drafts: the choices made on a task are kept in this tab (sessionStorage), with the version
+//   of the answer they were made on. Enter sends them (fetch); until the server confirms the
+//   save, the draft is kept as "not saved". A save lost to Back, a network failure, a logout or
+//   a new login in another tab is offered again with a notice: on its task (filled in, labelled
+//   as a draft), and on every other page (a link to it), unless the server has that very answer.
+//   A draft is filled in only on the version it was made on; when the task changed since, the
+//   page shows the task as it is now and offers the draft (button or R). After a login the page
+//   saves the answer given before it. A reload restores unsaved choices of that task only.
 (function () {
   "use strict";
-  var DRAFT = "robustlab-review-draft";
+  var DRAFTS = "robustlab-review-drafts";
   var POLL_MS = 20000;
+  var REASON_WORDS = { motion: "significant motion", background_change: "background change",
+                       blur_change: "blur change", other: "other" };
+  var WORDS = { yes: "yes", no: "no", unsure: "don't know", similar: "similar", dissimilar: "dissimilar" };
   var page = document.body.getAttribute("data-page");
+  if (document.body.getAttribute("data-unknown-session") === "yes") { return; }   // leaving for the login
 
-  function store() {
+  // --- drafts: {"user|round|task": {user, round, task, what, base, fields, pending, after, why}} ---------
+  function tabStore() {
     try { return window.sessionStorage; } catch (e) { return null; }
   }
-  function readDraft() {
-    var s = store();
-    if (!s) { return null; }
-    try { return JSON.parse(s.getItem(DRAFT) || "null"); } catch (e) { return null; }
+  function readDrafts() {
+    var s = tabStore();
+    if (!s) { return {}; }
+    try {
+      var all = JSON.parse(s.getItem(DRAFTS) || "{}");
+      return all && typeof all === "object" ? all : {};
+    } catch (e) { return {}; }
   }
-  function writeDraft(draft) {
-    var s = store();
+  function writeDrafts(all) {
+    var s = tabStore();
     if (!s) { return; }
-    if (draft) { s.setItem(DRAFT, JSON.stringify(draft)); } else { s.removeItem(DRAFT); }
+    try {
+      if (Object.keys(all).length) { s.setItem(DRAFTS, JSON.stringify(all)); } else { s.removeItem(DRAFTS); }
+    } catch (e) { /* storage full or off: the page still works, without drafts */ }
+  }
+  function draftId(user, round, task) { return user + "|" + round + "|" + task; }
+  function putDraft(d) { var all = readDrafts(); all[draftId(d.user, d.round, d.task)] = d; writeDrafts(all); }
+  function dropDraft(id) { var all = readDrafts(); delete all[id]; writeDrafts(all); }
+
+  // An answer in one comparable form: label, similarity, reason, added class numbers (sorted);
+  // null when typed class names make it unknown here.
+  function canonical(label, similarity, reason, added) {
+    return JSON.stringify([label || null, similarity || null, reason || null, added.slice().sort(function (a, b) { return a - b; })]);
+  }
+  function canonicalFields(f) {
+    var added = (f.added_labels || []).map(Number);
+    var typed = ((f.added_labels_text || [])[0] || "").split(/[,;]/);
+    for (var i = 0; i < typed.length; i++) {
+      var t = typed[i].trim();
+      if (!t) { continue; }
+      if (!/^\d{1,9}$/.test(t)) { return null; }
+      if (added.indexOf(Number(t)) < 0) { added.push(Number(t)); }
+    }
+    return canonical((f.label_correct || [])[0], (f.similarity || [])[0], (f.reason || [])[0], added);
+  }
+  function canonicalSaved(a) {
+    return a ? canonical(a.label_correct, a.similarity, a.reason, a.added_labels || []) : null;
+  }
+  function describe(f) {
+    var parts = [];
+    if (f.label_correct) { parts.push("label " + WORDS[f.label_correct[0]]); }
+    if (f.similarity) { parts.push(WORDS[f.similarity[0]]); }
+    if (f.reason) { parts.push(REASON_WORDS[f.reason[0]]); }
+    return parts.join(", ") || "no choice";
   }
 
-  if (page === "error") {
-    // the server refused the answer (and said why): keep the choices, but never send them again by itself
-    var refused = readDraft();
-    if (refused && refused.pending) { refused.pending = false; writeDraft(refused); }
-  } else if (page === "admin") {
+  if (page === "admin") {
     adminPage();
   } else if (page === "review") {
     reviewPage();
@@ -59,6 +100,8 @@
     var stateLine = document.getElementById("page-state");
     var keysLine = document.getElementById("keys");
     var history = document.getElementById("history");
+    var messageLine = document.getElementById("message");
+    var lostBox = document.getElementById("lost-answers");
     var round = document.body.getAttribute("data-round");
     var user = document.body.getAttribute("data-user");
     var ready = !form;          // the form takes keys only once both frames are shown
@@ -87,7 +130,8 @@
     }
 
     if (!form) {
-      writeDraft(null);
+      forgetUnsent(null);
+      showLost(null);
       document.addEventListener("keydown", function (event) {
         if (plainKey(event) && event.key.toLowerCase() === "z") { event.preventDefault(); undo(); }
         else if (plainKey(event) && event.key.toLowerCase() === "h") { event.preventDefault(); enterHistory(); }
@@ -96,8 +140,12 @@
     }
 
     var task = form.getAttribute("data-task");
+    var id = draftId(user, round, task);
     var textInput = document.getElementById("added-labels-text");
     var boxes = form.querySelectorAll('input[type="checkbox"][name="added_labels"]');
+    var baseInput = form.querySelector('input[name="base"]');
+    var pageBase = baseInput.value;
+    var offered = null;          // a draft made on an older version of this task, offered (R)
 
     // 1. only what the server rendered (the saved answer, an undone one, or the anchor step's label)
     Array.prototype.forEach.call(form.elements, function (el) {
@@ -105,27 +153,35 @@
       else if (el.type === "text") { el.value = el.defaultValue; }
     });
     syncReason();
+    var rendered = canonicalFields(fields());
 
-    // 2. an unsaved answer of this very task: saved after a new login, restored after a reload
-    var draft = readDraft();
+    // 2. this tab's draft of this task: a save that did not go through, or (reload) unsaved choices
+    var draft = readDrafts()[id];
     var autoSave = false;
     var nav = window.performance && performance.getEntriesByType ? performance.getEntriesByType("navigation")[0] : null;
-    if (draft && draft.user === user && draft.task === task && draft.round === round) {
-      if (form.getAttribute("data-error") === "yes") {
+    forgetUnsent(id);
+    if (draft) {
+      if (form.getAttribute("data-saved") === "yes" && canonicalFields(draft.fields) === rendered) {
+        dropDraft(id);                   // the server has this very answer: it was saved
+      } else if (form.getAttribute("data-error") === "yes") {
         draft.pending = false;           // the server refused it and says why; the choices are shown again
-        writeDraft(draft);
-      } else if (draft.pending) {
-        applyDraft(draft);
+        putDraft(draft);
+      } else if (draft.pending && draft.after === "login" && draft.base === pageBase) {
+        draft.after = "";                // saved once, now: never again by itself
+        putDraft(draft);
+        applyDraft(draft, "The answer you gave before logging in is filled in (not saved yet): saving it now ...");
         autoSave = true;
+      } else if (draft.pending) {
+        offer(draft, draft.why === "session"
+          ? "Not saved: the session changed (a logout or a new login, e.g. in another tab) before this answer reached the server."
+          : "Not saved: this answer did not reach the server (the page was left while it was being saved, or the network failed).");
       } else if (nav && nav.type === "reload") {
-        applyDraft(draft);
-        note("Your unsaved choices were restored after the reload; Enter saves them.");
+        offer(draft, "Draft restored after the reload.");
       } else {
-        writeDraft(null);
+        dropDraft(id);
       }
-    } else {
-      writeDraft(null);
     }
+    showLost(id);
 
     // 3. inert until both frames are decoded and painted
     var images = document.querySelectorAll("#frames img");
@@ -137,8 +193,6 @@
           form.focus({ preventScroll: true });
           if (autoSave) {
             setState("Saving the answer you gave before logging in ...", "busy");
-            var base = form.querySelector('input[name="base"]');
-            if (base && draft.base) { base.value = draft.base; }
             form.requestSubmit();
           } else {
             setState("Ready", "ready");
@@ -150,12 +204,9 @@
     });
 
     form.addEventListener("submit", function (event) {
-      if (!ready || busy) { event.preventDefault(); return; }
-      busy = true;
-      saveDraft(true);
-      document.body.classList.add("is-busy");
-      setState("Saving ...", "busy");
-      setTimeout(function () { form.inert = true; }, 0);   // after the browser took the answer
+      event.preventDefault();            // the script sends it, and keeps it until the server confirms
+      if (!ready || busy) { return; }
+      send();
     });
     form.addEventListener("change", function (event) {
       if (event.target.name === "reason" && event.target.checked) {
@@ -163,10 +214,10 @@
       }
       if (event.target.name === "added_labels") { syncTextFromBoxes(); }
       syncReason();
-      saveDraft(false);
+      saveDraft();
     });
     if (textInput) {
-      textInput.addEventListener("input", function () { syncBoxesFromText(); saveDraft(false); });
+      textInput.addEventListener("input", function () { syncBoxesFromText(); saveDraft(); });
     }
 
     // 4. the keys
@@ -203,6 +254,7 @@
         return;                                      // Enter follows the link
       }
       if (key === "Tab") { cycle(event, tabStops()); return; }
+      if (target && target.id === "use-draft" && (key === "Enter" || key === " ")) { return; }   // the button
       if (!ready || busy) {                          // between Enter and the next task's full load
         if (key.length === 1 || key === "Enter") {
           event.preventDefault();
@@ -215,6 +267,7 @@
       if (lower === "z") { event.preventDefault(); record("Z"); undo(); return; }
       if (lower === "f") { event.preventDefault(); record("F"); toggleFull(); return; }
       if (lower === "h") { event.preventDefault(); record("H"); enterHistory(); return; }
+      if (lower === "r" && offered) { event.preventDefault(); record("R"); useOffered(); return; }
       if (lower === "a" && textInput) { event.preventDefault(); record("A"); textInput.focus(); textInput.select(); return; }
       var input = null;
       if (LETTERS[lower]) {
@@ -317,7 +370,7 @@
       if (!textInput || !boxes.length) { return; }
       var names = {};
       Array.prototype.forEach.call(boxes, function (b) {   // class names, then numbers (a number wins, as on the server)
-        names[b.parentNode.textContent.replace(/\(labelled\)/, "").replace(/^\s*\d+\s*/, "").trim().toLowerCase()] = b.value;
+        names[(b.getAttribute("data-name") || "").trim().toLowerCase()] = b.value;
       });
       Array.prototype.forEach.call(boxes, function (b) { names[b.value] = b.value; });
       var wanted = {};
@@ -338,12 +391,18 @@
       return out;
     }
 
+    // This task's draft: the choices shown, on the version in the form's base; a draft that was
+    // being saved (pending) stays pending until the server confirms it.
     function saveDraft(pending) {
-      var base = form.querySelector('input[name="base"]');
-      writeDraft({ user: user, task: task, round: round, base: base ? base.value : "", fields: fields(), pending: pending });
+      var old = readDrafts()[id];
+      var d = { user: user, round: round, task: task, what: form.getAttribute("data-what"), base: baseInput.value,
+                fields: fields(), pending: pending === undefined ? !!(old && old.pending) : pending,
+                after: "", why: "" };
+      putDraft(d);
+      return d;
     }
 
-    function applyDraft(d) {
+    function applyDraft(d, text) {
       Array.prototype.forEach.call(form.elements, function (el) {
         if (!el.name || el.type === "hidden" || el.disabled) { return; }
         var values = d.fields[el.name] || [];
@@ -351,6 +410,41 @@
         else if (el.type === "text") { el.value = values.length ? values[0] : ""; }
       });
       syncReason();
+      baseInput.value = d.base;
+      // a draft is never "saved": the notes about what the server shows go
+      ["saved-note", "preset-note", "undone-note", "stale-undo-note"].forEach(function (noteId) {
+        var el = document.getElementById(noteId);
+        if (el) { el.hidden = true; }
+      });
+      note(text + " Your draft is filled in, not saved: Enter saves it.");
+    }
+
+    // Fill in a draft made on the version shown; offer one made on an older version (the task
+    // was answered or undone since): the page keeps showing the task as it is now.
+    function offer(d, text) {
+      if (d.base === pageBase) { applyDraft(d, text); return; }
+      offered = d;
+      var p = note(text + " This task has changed since your draft was made (it was answered or undone, here or in " +
+                   "another tab), so it is shown as it is now; your draft (" + describe(d.fields) + ") is not filled in. ");
+      var button = document.createElement("button");
+      button.type = "button";
+      button.id = "use-draft";
+      button.className = "secondary";
+      button.textContent = "Use my draft (R)";
+      button.addEventListener("click", useOffered);
+      p.appendChild(button);
+    }
+
+    function useOffered() {
+      if (!offered || busy) { return; }
+      var d = offered;
+      offered = null;
+      d.base = pageBase;                 // chosen after seeing the task as it is now
+      putDraft(d);
+      var old = document.getElementById("restored-note");
+      if (old) { old.remove(); }
+      applyDraft(d, "Your draft replaces what is shown.");
+      form.focus({ preventScroll: true });
     }
 
     function note(text) {
@@ -360,6 +454,134 @@
       p.textContent = text;
       var first = form.querySelector("fieldset");
       form.insertBefore(p, first);
+      return p;
+    }
+
+    // Saving: the draft is pending until the server confirms; nothing is lost on the way.
+    function send() {
+      busy = true;
+      var d = saveDraft(true);
+      var data = new URLSearchParams(new FormData(form));
+      data.set("browser", window.robustlabBrowserKey || "");
+      document.body.classList.add("is-busy");
+      setState("Saving ...", "busy");
+      showMessage("", []);
+      form.inert = true;
+      fetch(form.action, { method: "POST", body: data, credentials: "same-origin",
+                           headers: { Accept: "application/json", "X-Review-Browser": window.robustlabBrowserKey || "" } })
+        .then(function (response) {
+          return response.json().then(function (json) { return [response.status, json]; },
+                                      function () { return [response.status, {}]; });
+        })
+        .then(function (result) { answered(result[0], result[1] || {}, d); },
+              function () { notSaved("the network failed (the server could not be reached)"); });
+    }
+
+    function answered(status, json, d) {
+      if (status === 200 && json.next) {
+        dropDraft(id);
+        location.assign(json.next);
+      } else if (status === 401) {       // no session (ended, or not this browser's): log in, then it is saved
+        d.after = "login";
+        putDraft(d);
+        location.assign(json.login || "/?expired=1&next=" + encodeURIComponent("/review?task=" + task));
+      } else if (status === 403 && json.code === "csrf") {   // a logout or a new login elsewhere: this page is stale
+        d.why = "session";
+        putDraft(d);
+        location.assign("/review?task=" + task);
+      } else if (status >= 500) {
+        notSaved("the server failed (HTTP " + status + ")");
+      } else {                           // refused, and the server says why: the choices stay on the page
+        d.pending = false;
+        putDraft(d);
+        unlock();
+        setState("Not saved.", "failed");
+        showMessage(json.error || "The server refused the answer (HTTP " + status + ").", json.links || []);
+      }
+    }
+
+    function notSaved(reason) {
+      unlock();
+      setState("Not saved: " + reason + ". Your answer is kept in this tab: Enter tries again.", "failed");
+    }
+
+    function unlock() {
+      busy = false;
+      form.inert = false;
+      document.body.classList.remove("is-busy");
+      form.focus({ preventScroll: true });
+    }
+
+    function showMessage(text, links) {
+      if (!messageLine) { return; }
+      messageLine.textContent = text;
+      links.forEach(function (link, i) {
+        messageLine.appendChild(document.createTextNode(i ? " · " : " "));
+        var a = document.createElement("a");
+        a.href = link.href;
+        a.textContent = link.text;
+        messageLine.appendChild(a);
+      });
+      messageLine.hidden = !text;
+    }
+
+    // Drafts of other tasks: only saves that did not go through are kept (choices never sent are
+    // forgotten when the annotator moves on, as a browser would).
+    function forgetUnsent(keep) {
+      var all = readDrafts();
+      Object.keys(all).forEach(function (k) { if (k !== keep && !all[k].pending) { delete all[k]; } });
+      writeDrafts(all);
+    }
+
+    // Every other save of this tab that did not go through, with a link to its task; one the
+    // server has after all (the response was lost) is forgotten without a word.
+    function showLost(current) {
+      var all = readDrafts();
+      Object.keys(all).forEach(function (k) {
+        var d = all[k];
+        if (k === current || !d.pending) { return; }
+        if (d.user !== user) {
+          lost("An answer given as " + d.user + " to " + d.what + " was not saved; log in as " + d.user +
+               " in this tab to save it.", null, k);
+        } else if (d.round !== round) {
+          lost("Your answer to " + d.what + " in round " + d.round + " was not saved before that round closed.", null, k);
+          dropDraft(k);
+        } else {
+          fetch("/api/saved?task=" + encodeURIComponent(d.task), { credentials: "same-origin", headers: { Accept: "application/json" } })
+            .then(function (r) { return r.ok ? r.json() : null; })
+            .then(function (saved) {
+              if (saved && String(saved.round) === d.round && canonicalSaved(saved.answer) === canonicalFields(d.fields)) {
+                dropDraft(k);
+              } else {
+                lost("Your answer to " + d.what + " (" + describe(d.fields) + ") was not saved: ", "/review?task=" + d.task, k);
+              }
+            }, function () {
+              lost("Your answer to " + d.what + " (" + describe(d.fields) + ") may not be saved: ", "/review?task=" + d.task, k);
+            });
+        }
+      });
+    }
+
+    function lost(text, href, k) {
+      if (!lostBox) { return; }
+      var p = document.createElement("p");
+      p.className = "lost";
+      p.appendChild(document.createTextNode(text));
+      if (href) {
+        var a = document.createElement("a");
+        a.href = href;
+        a.textContent = "open it (your answer is filled in there)";
+        p.appendChild(a);
+      }
+      var forget = document.createElement("button");
+      forget.type = "button";
+      forget.className = "link";
+      forget.tabIndex = -1;
+      forget.textContent = " (discard it)";
+      forget.addEventListener("click", function () { dropDraft(k); p.remove(); lostBox.hidden = !lostBox.children.length; });
+      p.appendChild(forget);
+      lostBox.appendChild(p);
+      lostBox.hidden = false;
     }
 
     function watchRound() {
