@@ -32,7 +32,8 @@ from .. import digital as numpy_digital
 from .draws import uniform, wide_float
 from .ops import bilinear_sample, gaussian_blur
 
-__all__ = ["JPEG_CODECS", "JPEG_CODEC_ENV", "box_weights", "hsv_adjust", "jpeg_codec", "jpeg_round_trip", "nearest_index"]
+__all__ = ["JPEG_CODECS", "JPEG_CODEC_ENV", "affine_inverse_maps", "box_weights", "hsv_adjust", "jpeg_codec",
+           "jpeg_round_trip", "nearest_index"]
 
 
 # --------------------------------------------------------------------------- HSV
@@ -254,6 +255,20 @@ def _affine_anchors(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
     return src, np.linalg.inv(np.hstack([src.astype(np.float64), np.ones((3, 1))]))
 
 
+def affine_inverse_maps(h: int, w: int, jitters: torch.Tensor) -> torch.Tensor:
+    """Hendrycks' random affine maps for an h x w image, inverted (output pixel -> source pixel):
+    (N, 2, 3) in ``jitters``' dtype, from the (N, 3, 2) anchor jitters.
+
+    ``cv2.invertAffineTransform(cv2.getAffineTransform(src, src + jitter))`` per image, with the
+    anchors moved in float32 as the reference does, solved with the anchors' fixed inverse
+    matrix and inverted with OpenCV's formulas, for the whole batch on ``jitters``' device.
+    """
+    src, solver = _affine_anchors(h, w)
+    dst = (torch.as_tensor(src, device=jitters.device) + jitters.to(torch.float32)).to(jitters.dtype)
+    forward = (torch.as_tensor(solver, dtype=jitters.dtype, device=jitters.device) @ dst).transpose(1, 2)
+    return _invert_affine(forward)
+
+
 def _invert_affine(m: torch.Tensor) -> torch.Tensor:
     """``cv2.invertAffineTransform`` of (N, 2, 3) maps, batched, with OpenCV's operations."""
     a00, a01, b0 = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
@@ -269,14 +284,11 @@ def _random_affine(x: torch.Tensor, jitter: float, generators: list) -> torch.Te
     """Hendrycks' random affine: three anchor points jittered by uniform(-jitter, jitter) (six
     draws per image), bilinear, ``BORDER_REFLECT_101``. The anchors are built in (row, col)
     order and handed to OpenCV as (x, y), as the reference does; the maps are solved and
-    inverted for the whole batch on the device (float64 where it has it, as OpenCV)."""
+    inverted for the whole batch on the device (float64 where it has it, as OpenCV:
+    :func:`affine_inverse_maps`)."""
     h, w = x.shape[-2:]
-    wide = wide_float(x.device)
-    src, solver = _affine_anchors(h, w)
-    jitters = uniform(generators, -jitter, jitter, (3, 2), device=x.device, dtype=wide)
-    dst = (torch.as_tensor(src, device=x.device) + jitters.to(torch.float32)).to(wide)   # float32 points
-    forward = (torch.as_tensor(solver, dtype=wide, device=x.device) @ dst).transpose(1, 2)
-    m = _invert_affine(forward).to(x.dtype)
+    jitters = uniform(generators, -jitter, jitter, (3, 2), device=x.device, dtype=wide_float(x.device))
+    m = affine_inverse_maps(h, w, jitters).to(x.dtype)
     ys = torch.arange(h, dtype=x.dtype, device=x.device)[None, :, None]
     xs = torch.arange(w, dtype=x.dtype, device=x.device)[None, None, :]
     src_x = m[:, 0, 0, None, None] * xs + m[:, 0, 1, None, None] * ys + m[:, 0, 2, None, None]
