@@ -23,7 +23,7 @@ import torch
 from .. import weather as numpy_weather
 from .._plasma import next_power_of_two
 from .draws import integers, normal, uniform, wide_float
-from .ops import clipped_zoom, gaussian_blur, line_blur, rgb_to_grey, to_levels
+from .ops import clipped_zoom, gaussian_blur, line_blur, per_image_loops, rgb_to_grey, to_levels
 from .water import water_mask
 
 __all__ = ["FROST_CHOICES", "frost_textures", "plasma_fractal"]
@@ -80,7 +80,7 @@ def frost(x: torch.Tensor, severity: int, generators: list, profile: str) -> tor
     Draws per image: the texture ``randint(5)``, then the crop's top row and left column, each
     ``randint`` over the positions the chosen texture allows. That range depends on the texture
     drawn, so the batch's texture choices are read on the host once (the kernel's one wait for
-    the device); the crops are one gather for the whole batch.
+    the device); the crops are one gather for the whole batch (on a CPU: slices, faster there).
     """
     image_weight, texture_weight = numpy_weather.FROST[profile][severity - 1]
     n, _, h, w = x.shape
@@ -91,10 +91,14 @@ def frost(x: torch.Tensor, severity: int, generators: list, profile: str) -> tor
     for top, left, k, g in zip(tops.unbind(0), lefts.unbind(0), index.tolist(), generators):
         top.random_(0, sizes[k][0] - h, generator=g)
         left.random_(0, sizes[k][1] - w, generator=g)
-    rows = (tops[:, None] + torch.arange(h, device=x.device))[:, None, :, None]
-    cols = (lefts[:, None] + torch.arange(w, device=x.device))[:, None, None, :]
-    channels = torch.arange(3, device=x.device)[None, :, None, None]
-    crops = textures[index[:, None, None, None], channels, rows, cols]
+    if per_image_loops(x.device):      # slices copy faster than an index computed per value
+        crops = torch.stack([textures[k, :, t:t + h, c:c + w]
+                             for k, t, c in zip(index.tolist(), tops.tolist(), lefts.tolist())])
+    else:
+        rows = (tops[:, None] + torch.arange(h, device=x.device))[:, None, :, None]
+        cols = (lefts[:, None] + torch.arange(w, device=x.device))[:, None, None, :]
+        channels = torch.arange(3, device=x.device)[None, :, None, None]
+        crops = textures[index[:, None, None, None], channels, rows, cols]
     return image_weight * x + texture_weight * crops.to(x.dtype)
 
 
