@@ -39,7 +39,8 @@ from ._legacy_random import draw_randint
 
 __all__ = [
     "clipped_zoom", "disk_kernel", "gaussian_smooth", "glass_shuffle", "motion_blur",
-    "motion_blur_kernel", "severity_param", "to_uint8", "unit_float", "unit_to_uint8", "unit_value_to_uint8",
+    "motion_blur_kernel", "motion_blur_weights", "severity_param", "to_uint8", "unit_float", "unit_to_uint8",
+    "unit_value_to_uint8",
     "zoom_output_size", "zoom_window",
     "zoom_sum",
 ]
@@ -235,6 +236,19 @@ def disk_kernel(radius: float, alias_blur: float) -> np.ndarray:
 
 # --------------------------------------------------------------------------- motion blur
 
+@functools.lru_cache(maxsize=64)
+def motion_blur_weights(radius: int, sigma: float) -> np.ndarray:
+    """The ``2 * radius + 1`` normalised one-sided Gaussian weights of the motion blur line
+    (float64, read-only, cached: they depend on the severity only, not on the angle)."""
+    taps = np.arange(2 * int(radius) + 1)
+    # exp correctly rounded and the sum in NumPy's pairwise order (exactmath): the weights are the
+    # same float64 values on every machine; NumPy's own exp is not on CPUs with AVX-512.
+    gauss = exact_exp(-taps ** 2 / (2 * (sigma ** 2))) / (np.sqrt(2 * np.pi) * sigma)
+    weights = gauss / pairwise_sum(gauss)
+    weights.setflags(write=False)
+    return weights
+
+
 def motion_blur_kernel(radius: int, sigma: float, angle: float, shape: tuple[int, int]):
     """Weights and integer pixel offsets of imagecorruptions' motion blur.
 
@@ -249,11 +263,7 @@ def motion_blur_kernel(radius: int, sigma: float, angle: float, shape: tuple[int
         Output pixel (y, x) = sum_i weights[i] * input[clamp(y - dy[i]), clamp(x - dx[i])].
     """
     width = 2 * int(radius) + 1
-    taps = np.arange(width)
-    # exp correctly rounded and the sum in NumPy's pairwise order (exactmath): the weights are the
-    # same float64 values on every machine; NumPy's own exp is not on CPUs with AVX-512.
-    gauss = exact_exp(-taps ** 2 / (2 * (sigma ** 2))) / (np.sqrt(2 * np.pi) * sigma)
-    weights = gauss / pairwise_sum(gauss)
+    weights = motion_blur_weights(radius, sigma)
     radians = float(angle) * (math.pi / 180.0)  # numpy.deg2rad's one multiplication
     point = (width * math.sin(radians), width * math.cos(radians))
     hypot = math.hypot(point[0], point[1])

@@ -53,7 +53,7 @@ def check_tensor(x: object, *, name: str = "images") -> str:
         raise InputError(f"{name} are {h}x{w} pixels; they must be at least {MIN_SIZE}x{MIN_SIZE}. "
                          "Upscale them first (e.g. torch.nn.functional.interpolate).")
     if kind == "float" and x.numel():
-        low, high = float(x.amin()), float(x.amax())
+        low, high = torch.stack(torch.aminmax(x)).tolist()   # one read from the device
         if not (0.0 <= low and high <= 1.0):  # NaN fails both comparisons
             raise InputError(f"float {name} (N, 3, H, W) must have values in [0, 1]; got values from {low} to {high}. "
                              "Scale 0..255 images with x / 255; clip with x.clamp(0, 1).")

@@ -18,7 +18,11 @@ from .draws import integers, uniform, wide_float
 from .ops import clipped_zoom, filter2d, line_blur, to_levels
 from .ops import gaussian_blur as smooth
 
-__all__ = ["glass_blur_offsets", "glass_shuffle", "glass_sources"]
+__all__ = ["JUMP_ROUNDS", "glass_blur_offsets", "glass_shuffle", "glass_sources"]
+
+#: Pointer-jumping rounds between two checks that every chain is resolved. Each round doubles
+#: the links followed: four follow 16, and four were enough for every severity at 224 px.
+JUMP_ROUNDS = 4
 
 def gaussian_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Gaussian blur, edges replicated, radius 4 sigma (scikit-image's ``gaussian``). Draws nothing."""
@@ -35,7 +39,7 @@ def defocus_blur(x: torch.Tensor, severity: int, generators: list, profile: str)
 def motion_blur(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Line blur at an angle U(-45, 45) degrees per image (one uniform draw), edges replicated."""
     radius, sigma = severity_param(numpy_blur.MOTION, profile, severity)
-    angles = uniform(generators, -45.0, 45.0, device=x.device, dtype=wide_float(x.device)).tolist()
+    angles = uniform(generators, -45.0, 45.0, device=x.device, dtype=wide_float(x.device))
     return line_blur(x, radius, sigma, angles)
 
 
@@ -62,7 +66,8 @@ def glass_sources(offsets: torch.Tensor, height: int, width: int, max_delta: int
     *original* value of the first pixel along its chain of copies that had not been overwritten
     yet when it was read. The chain links point to strictly earlier visits, so pointer jumping
     (each round doubles how far every pointer has followed its chain, a few rounds in all)
-    finds every chain's end in parallel: the result equals the sequential loop's exactly.
+    finds every chain's end in parallel: the result equals the sequential loop's exactly. The
+    rounds run in blocks of :data:`JUMP_ROUNDS` with one check after each block.
 
     Parameters
     ----------
@@ -91,13 +96,18 @@ def glass_sources(offsets: torch.Tensor, height: int, width: int, max_delta: int
     done = torch.ones((n, height * width), dtype=torch.bool, device=device)
     pointer.scatter_(1, target, (ph * width + pw).reshape(n, -1))
     done.scatter_(1, target, ~earlier.reshape(n, -1))
-    # invariant: value(q) = original(pointer[q]) if done[q] else value(pointer[q])
-    while not bool(done.all()):
-        ahead = pointer.gather(1, pointer)
-        ahead_done = done.gather(1, pointer)
-        pointer = torch.where(done, pointer, ahead)
-        done = done | ahead_done
-    return pointer
+    if d <= 1:      # offsets in [-1, 0] only read pixels not visited yet: no chains
+        return pointer
+    # invariant: value(q) = original(pointer[q]) if done[q] else value(pointer[q]); a round on a
+    # finished pointer changes nothing, so rounds run in blocks with one check (one wait) after each
+    while True:
+        for _ in range(JUMP_ROUNDS):
+            ahead = pointer.gather(1, pointer)
+            ahead_done = done.gather(1, pointer)
+            pointer = torch.where(done, pointer, ahead)
+            done = done | ahead_done
+        if bool(done.all()):
+            return pointer
 
 
 def glass_shuffle(x: torch.Tensor, offsets: torch.Tensor, max_delta: int) -> torch.Tensor:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -31,7 +32,8 @@ from .. import digital as numpy_digital
 from .draws import uniform, wide_float
 from .ops import bilinear_sample, gaussian_blur
 
-__all__ = ["JPEG_CODECS", "JPEG_CODEC_ENV", "box_weights", "hsv_adjust", "jpeg_codec", "jpeg_round_trip", "nearest_index"]
+__all__ = ["JPEG_CODECS", "JPEG_CODEC_ENV", "affine_inverse_maps", "box_weights", "hsv_adjust", "jpeg_codec",
+           "jpeg_round_trip", "nearest_index"]
 
 
 # --------------------------------------------------------------------------- HSV
@@ -242,20 +244,51 @@ def _displacement(generators: list, shape: tuple[int, int], amplitude: float, si
     return (gaussian_blur(noise, sigma, mode="reflect", truncate=3.0) * alpha)[:, 0]
 
 
-def _random_affine(x: torch.Tensor, jitter: float, generators: list) -> torch.Tensor:
-    """Hendrycks' random affine: three anchor points jittered by uniform(-jitter, jitter) (six
-    draws per image), bilinear, ``BORDER_REFLECT_101``. The anchors are built in (row, col)
-    order and handed to OpenCV as (x, y), as the reference does."""
-    n, _, h, w = x.shape
+@lru_cache(maxsize=32)
+def _affine_anchors(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Hendrycks' three anchor points for an h x w image (float32, (row, col) used as (x, y)) and
+    the inverse of their (3, 3) ``[x, y, 1]`` matrix (float64): the affine map that sends them to
+    points ``dst`` is ``(inverse @ dst).T``, as ``cv2.getAffineTransform`` solves it."""
     centre = np.float32((h, w)) // 2
     half = min(h, w) // 3
     src = np.float32([centre + half, [centre[0] + half, centre[1] - half], centre - half])
-    jitters = uniform(generators, -jitter, jitter, (3, 2), device=x.device, dtype=wide_float(x.device)).cpu().numpy()
-    inverse = np.empty((n, 2, 3))
-    for i in range(n):
-        forward = cv2.getAffineTransform(src, (src + jitters[i].astype(np.float32)).astype(np.float32))
-        inverse[i] = cv2.invertAffineTransform(forward)
-    m = torch.as_tensor(inverse, dtype=x.dtype, device=x.device)
+    return src, np.linalg.inv(np.hstack([src.astype(np.float64), np.ones((3, 1))]))
+
+
+def affine_inverse_maps(h: int, w: int, jitters: torch.Tensor) -> torch.Tensor:
+    """Hendrycks' random affine maps for an h x w image, inverted (output pixel -> source pixel):
+    (N, 2, 3) in ``jitters``' dtype, from the (N, 3, 2) anchor jitters.
+
+    ``cv2.invertAffineTransform(cv2.getAffineTransform(src, src + jitter))`` per image, with the
+    anchors moved in float32 as the reference does, solved with the anchors' fixed inverse
+    matrix and inverted with OpenCV's formulas, for the whole batch on ``jitters``' device.
+    """
+    src, solver = _affine_anchors(h, w)
+    dst = (torch.as_tensor(src, device=jitters.device) + jitters.to(torch.float32)).to(jitters.dtype)
+    forward = (torch.as_tensor(solver, dtype=jitters.dtype, device=jitters.device) @ dst).transpose(1, 2)
+    return _invert_affine(forward)
+
+
+def _invert_affine(m: torch.Tensor) -> torch.Tensor:
+    """``cv2.invertAffineTransform`` of (N, 2, 3) maps, batched, with OpenCV's operations."""
+    a00, a01, b0 = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
+    a10, a11, b1 = m[:, 1, 0], m[:, 1, 1], m[:, 1, 2]
+    det = a00 * a11 - a01 * a10
+    det = torch.where(det != 0, 1.0 / det, 0.0)
+    i00, i11, i01, i10 = a11 * det, a00 * det, -a01 * det, -a10 * det
+    return torch.stack([torch.stack([i00, i01, -i00 * b0 - i01 * b1], dim=1),
+                        torch.stack([i10, i11, -i10 * b0 - i11 * b1], dim=1)], dim=1)
+
+
+def _random_affine(x: torch.Tensor, jitter: float, generators: list) -> torch.Tensor:
+    """Hendrycks' random affine: three anchor points jittered by uniform(-jitter, jitter) (six
+    draws per image), bilinear, ``BORDER_REFLECT_101``. The anchors are built in (row, col)
+    order and handed to OpenCV as (x, y), as the reference does; the maps are solved and
+    inverted for the whole batch on the device (float64 where it has it, as OpenCV:
+    :func:`affine_inverse_maps`)."""
+    h, w = x.shape[-2:]
+    jitters = uniform(generators, -jitter, jitter, (3, 2), device=x.device, dtype=wide_float(x.device))
+    m = affine_inverse_maps(h, w, jitters).to(x.dtype)
     ys = torch.arange(h, dtype=x.dtype, device=x.device)[None, :, None]
     xs = torch.arange(w, dtype=x.dtype, device=x.device)[None, None, :]
     src_x = m[:, 0, 0, None, None] * xs + m[:, 0, 1, None, None] * ys + m[:, 0, 2, None, None]

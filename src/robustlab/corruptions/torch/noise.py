@@ -23,7 +23,8 @@ def gaussian_noise(x: torch.Tensor, severity: int, generators: list, profile: st
 def shot_noise(x: torch.Tensor, severity: int, generators: list, profile: str) -> torch.Tensor:
     """Poisson(x * rate) / rate per value; one (3, H, W) Poisson draw per image."""
     rate = float(severity_param(numpy_noise.SHOT_RATE, profile, severity))
-    counts = torch.stack([torch.poisson(img * rate, generator=g) for img, g in zip(x, generators)])
+    means = x * rate                                  # one product for the batch, one draw per image
+    counts = torch.stack([torch.poisson(m, generator=g) for m, g in zip(means.unbind(0), generators)])
     return counts / rate
 
 
