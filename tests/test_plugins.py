@@ -1,7 +1,8 @@
-"""One plugin, one file: a package installed beside robustlab adds a corruption, a benchmark family,
-an executor and a model source (one file each, tests/fixtures/plugin), found through its entry
-points, and each appears in `robustlab list`, the command line's help, `evaluate`, `show` and
-the report, with no edit to robustlab. The four files are the ones docs/extending.md shows."""
+"""One plugin, one file: a package installed beside robustlab adds a corruption, a benchmark family
+(its config, its benchmark and its presentation with a report section of its own), an executor and a
+model source (one file each, tests/fixtures/plugin), found through its entry points, and each appears
+in `robustlab list`, the command line's help, `evaluate`, `show` and the report, with no edit to
+robustlab. The four files are the ones docs/extending.md shows."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ ENTRY_POINTS = """\
 example = robustlab_plugin_example.corruption
 
 [robustlab.benchmarks]
+example = robustlab_plugin_example.benchmark
+
+[robustlab.presentations]
 example = robustlab_plugin_example.benchmark
 
 [robustlab.executors]
@@ -96,13 +100,16 @@ def test_a_plugin_s_four_files_appear_everywhere(world):
     assert result["config"]["corruptions"] == ["brightness", "posterize"]  # registration order: robustlab's first
     metrics = {(m["name"], m["setting"]): m["value"] for m in result["metrics"]}
     assert metrics[("accuracy", "clean")] == 1.0 and ("accuracy", "posterize") in metrics
-    # show and the report
+    # show (the plugin's presentation lays the metrics out) and the report (with the plugin's own section)
     shown = robustlab(env, "show", result["run_id"], "--store", store).stdout
-    assert "example-shift" in shown and "brightness:0.5" in shown and "mean_shifted_accuracy" in shown
+    assert "example-shift" in shown and "brightness:0.5" in shown
+    assert "accuracy clean             100.0 %  (severity 2)" in shown and "accuracy posterize" in shown
     robustlab(env, "report", "--store", store, "-o", tmp / "report.html")
     html = (tmp / "report.html").read_text()
     assert "Example shifts (a plugin&#39;s family)" in html or "Example shifts (a plugin's family)" in html
-    assert "clean accuracy 100.0" in html
+    assert "Top-1 accuracy (%) of each model, clean and under each corruption." in html  # its section's intro
+    assert "Accuracy per shift" in html and "<svg" in html  # its figure
+    assert "clean accuracy 100.0" in html  # its headline in the summary
     # the plugin's corruption also writes datasets
     robustlab(env, "corrupt", tmp / "data", tmp / "out", "-c", "posterize", "-s", "1", "--format", "png", "-j", "1",
               "--no-progress")

@@ -15,6 +15,15 @@ from .registry import builtin_plugins as _builtin_plugins  # noqa: E402
 # names the layers above it.
 _builtin_plugins("robustlab.benchmarks", "robustlab.benchmarks",
                  lazy={"imagenet-3dcc": "robustlab.plugins.imagenet_3dcc", "laion-c": "robustlab.plugins.laion_c"})
+# The families' presentations (show text, report section, headline), each imported when first looked up.
+_builtin_plugins("robustlab.presentations", lazy={
+    **dict.fromkeys(("imagenet-c", "corrupted"), "robustlab.report.section_corruption"),
+    **dict.fromkeys(("imagenet-c-bar", "natural-shift", "subtype"), "robustlab.report.section_shifts"),
+    **dict.fromkeys(("imagenet-p", "perturbed"), "robustlab.report.section_perturbation"),
+    "video": "robustlab.report.section_video",
+    **dict.fromkeys(("detection", "detection-pmk"), "robustlab.report.section_detection"),
+    "adversarial": "robustlab.report.section_adversarial",
+    "imagenet-3dcc": "robustlab.plugins.imagenet_3dcc", "laion-c": "robustlab.plugins.laion_c"})
 _builtin_plugins("robustlab.model_sources", "robustlab.models.openclip", "robustlab.models.hf",
                  "robustlab.demo.models", "robustlab.train.finetuned")
 

@@ -199,11 +199,13 @@ def _perturbation_table(Table, Column, subset: str):
 
 def _benchmark_table(Table, Column, subset: str):
     from .engine.benchmark import BENCHMARKS, list_benchmarks
+    from .engine.presentation import presentation_class
 
     table = Table(Column("name", no_wrap=True), "family", "task", "headline", "options")
     for name in list_benchmarks():
         cls = BENCHMARKS.get(name)
-        table.add_row(name, cls.family or "–", cls.task, ", ".join(h.label for h in cls.headline) or "–",
+        shown = presentation_class(cls)
+        table.add_row(name, shown.family_name() or "–", cls.task, ", ".join(h.label for h in shown.headline) or "–",
                       ", ".join(cls.schema().names()) or "–")
     return table
 
@@ -510,7 +512,8 @@ def evaluate_command(
     `robustlab evaluate -b NAME --help`."""
     import json
 
-    from .cli_options import META_KEY, evaluate_schemas, extra_options, key_values, merge_options
+    from .cli_options import META_KEY, extra_options
+    from .engine.options import evaluate_schemas, key_values, merge_options
     from .engine import evaluate
     from .engine.options import preprocessing_from_args
 

@@ -2,7 +2,7 @@
 
 ``robustlab evaluate`` takes the engine's own options; the options of the benchmark named by
 ``-b`` and of the executor named by ``-e`` are added when the command line is parsed, from their
-schemas (:mod:`robustlab.engine.schema`), each in its own ``--help`` panel. So
+schemas (:mod:`robustlab.engine.options`), each in its own ``--help`` panel. So
 ``robustlab evaluate -b imagenet-c --help`` lists imagenet-c's options and nothing else's, and a
 plugin's benchmark or executor gets its command-line options with no edit to robustlab. An
 option the command does not know is passed on by name, so the schema refuses it with a
@@ -22,7 +22,7 @@ from typer.core import TyperCommand
 from .errors import InputError
 
 if TYPE_CHECKING:  # the engine loads when a command needs it, not for `robustlab --help`
-    from .engine.schema import Option, OptionSchema
+    from .engine.options import Option, OptionSchema
 
 #: Where the values of the generated options are collected during parsing.
 META_KEY = "robustlab.plugin_options"
@@ -115,35 +115,10 @@ def extra_options(args: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def key_values(items: Iterable[str] | None, schemas: Sequence[OptionSchema]) -> dict[str, Any]:
-    """``-O KEY=VALUE`` items as values: typed by the schema that declares ``KEY`` (the first of
-    ``schemas``), else read as JSON when it parses (the option is then refused by name)."""
-    from .engine.options import parse_key_values
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, text = item.partition("=")
-        name = key.strip().replace("-", "_")
-        declared = next((s.options[name] for s in schemas if name in s), None)
-        if not sep or not name or declared is None:
-            out.update(parse_key_values([item]))
-        else:
-            out[name] = declared.parse_text(text)
-    return out
 
 
-def merge_options(*given: dict[str, Any]) -> dict[str, Any]:
-    """The options given as flags (``--seed 2``) and as ``-O KEY=VALUE``, merged; one given both
-    ways with different values is an InputError naming both (before, ``-O`` silently won)."""
-    out: dict[str, Any] = {}
-    for source in given:
-        for key, value in source.items():
-            if key in out and out[key] != value and value is not None and out[key] is not None:
-                flag = "--" + key.replace("_", "-")
-                raise InputError(f"{key} is given twice with different values ({flag} {out[key]!r} and -O "
-                                 f"{key}={value!r}); give it once.")
-            out[key] = value if value is not None else out.get(key)
-    return out
+
+
 
 
 class PluginOptionsCommand(TyperCommand):
@@ -173,29 +148,14 @@ class EvaluateCommand(PluginOptionsCommand):
     def plugin_schemas(self, args: Sequence[str]) -> list[tuple[OptionSchema, str | None]]:
         """The benchmark's and the executor's options, and (hidden) the well-known options of other
         families, so that ``-c fog`` reaches a benchmark without corruptions and is refused with its reason."""
-        from .engine.options import SHARED_OPTIONS
-        from .engine.schema import OptionSchema
+        from .engine.options import SHARED_OPTIONS, OptionSchema, evaluate_schemas
 
         benchmark, executor = peek(args, ("-b", "--benchmark")), peek(args, ("-e", "--executor")) or "local"
         found = [(schema, f"Options of the {name} {kind}") for schema, name, kind in evaluate_schemas(benchmark, executor)]
         return [*found, (OptionSchema("shared", SHARED_OPTIONS), None)]
 
 
-def evaluate_schemas(benchmark: str | None, executor: str | None) -> list[tuple[OptionSchema, str, str]]:
-    """``[(schema, name, "benchmark" or "executor")]`` of the registered benchmark and executor named
-    (names not registered are left out: evaluate reports them)."""
-    from .engine.benchmark import BENCHMARKS
-    from .engine.executor import EXECUTORS
-    from .errors import RobustlabError
 
-    found = []
-    for registry, name, kind in ((BENCHMARKS, benchmark, "benchmark"), (EXECUTORS, executor, "executor")):
-        if name is not None and name in registry:
-            try:
-                found.append((registry.get(name).schema(), name, kind))
-            except RobustlabError:  # a plugin that fails to import: evaluate reports it
-                pass
-    return found
 
 
 def hide_flag_types() -> None:

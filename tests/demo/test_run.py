@@ -124,8 +124,9 @@ def test_quick_demo_is_deterministic_in_range_and_laid_out(tmp_path):
                                                                            "demo:cnn-noise"}
         for r in results:  # every stored number is recomputable from the per-sample predictions
             bench = get_benchmark(r.benchmark)
-            related = {a: st.read_predictions(rid) for a, rid in bench.related_runs(r.config).items()}
-            assert canonical(bench.metrics(r.config, st.read_predictions(r.run_id), related)) == canonical(r.metrics)
+            config = bench.config_of(r.config)
+            related = {a: st.read_predictions(rid) for a, rid in bench.related_runs(config).items()}
+            assert canonical(bench.metrics(config, st.read_predictions(r.run_id), related)) == canonical(r.metrics)
         cnn = next(r for r in results if r.benchmark == "corrupted" and r.model == "demo:cnn")
         assert cnn.config["baseline_run"] and any(m == "ce" for m, _, _ in cnn.metrics)
         ratios = headline_ratios(results, "demo:cnn")

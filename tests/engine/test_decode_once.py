@@ -104,7 +104,7 @@ def test_units_are_listed_block_by_block_with_unchanged_keys(val_root):
     bench = corruption_benchmark.ImageNetC()
     config = bench.config_for(str(val_root), on_the_fly=True, classes_per_unit=1, **SETTINGS)
     keys = [u.key for u in bench.plan(config)]
-    settings = ["clean"] + [f"{c}/{s}" for c in config["corruptions"] for s in (2, 5)]
+    settings = ["clean"] + [f"{c}/{s}" for c in config.corruptions for s in (2, 5)]
     assert len(settings) == 7
     assert keys == [f"{s}/shard-{k:04d}" for k in range(3) for s in settings]
     assert {bench.shared_reads(config, u) for u in bench.plan(config)} == {"shard-0000", "shard-0001", "shard-0002"}

@@ -87,10 +87,10 @@ def test_resume_recomputes_only_deleted_unit(coco, tmp_path):
 ])
 def test_corruption_subsets(coco, spec, expected):
     config = get_benchmark("coco-c").config_for(str(coco), corruptions=spec, severities=None)
-    assert sorted(config["corruptions"]) == sorted(expected)
-    assert config["settings"][0] == "clean" and len(config["settings"]) == 1 + 5 * len(expected)
-    assert get_benchmark("coco-c").config_for(str(coco), corruptions="all")["corruptions"] == list(ALL_CORRUPTIONS)
-    assert get_benchmark("coco-c").config_for(str(coco))["corruptions"] == list(BENCHMARK_CORRUPTIONS)
+    assert sorted(config.corruptions) == sorted(expected)
+    assert config.settings[0] == "clean" and len(config.settings) == 1 + 5 * len(expected)
+    assert get_benchmark("coco-c").config_for(str(coco), corruptions="all").corruptions == list(ALL_CORRUPTIONS)
+    assert get_benchmark("coco-c").config_for(str(coco)).corruptions == list(BENCHMARK_CORRUPTIONS)
     with pytest.raises(InputError, match="option"):
         get_benchmark("coco-c").config_for(str(coco), bogus=1)
 

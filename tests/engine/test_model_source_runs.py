@@ -64,7 +64,8 @@ def test_open_clip_on_imagenet_r_from_the_command_line(tmp_path, cache, imagenet
     model = load_model(f"open_clip:{config}:{checkpoint}", device="cpu")
     from robustlab.benchmarks.natural_shift import ImageNetR
 
-    head = model.for_labels(ImageNetR().zero_shot_labels({"projection": [[i] for i in imagenet_r_indices()]}))
+    bench = ImageNetR()
+    head = model.for_labels(bench.zero_shot_labels(bench.config_of(result["config"])))
     preds = stored(store, result["run_id"])
     shifted = sorted(preds)
     assert len(shifted) == 9

@@ -81,12 +81,12 @@ def stored_columns(top1: np.ndarray) -> dict[str, np.ndarray]:
 def test_difficulty_2_does_not_mix_stride_ignoring_noise_flip_rates():
     from robustlab.benchmarks.perturbation import stability_metrics, stability_notes
 
-    config = {"setting": "imagenet", "strides": [1, 2], "baseline": "alexnet"}
+    config = {"setting": "imagenet", "strides": [1, 2], "baseline_name": "alexnet"}
     alternating = np.tile(np.arange(31) % 2, (4, 1))  # rotate: flips every frame; at stride 2 never
     noisy = np.zeros((4, 31), int)
     noisy[:, 1::3] = 1                                 # gaussian_noise: 10 of 30 frames differ from frame 0
     preds = {"rotate/shard-0000": stored_columns(alternating), "gaussian_noise/shard-0000": stored_columns(noisy)}
-    rows = stability_metrics(config, preds)
+    rows = stability_metrics(preds, **config)
     t = {(m, s): v for m, s, v in rows}
     assert t[("mfr_subset", "stride-1")] == pytest.approx((1 / 0.1310 + (1 / 3) / 0.2365) / 2)
     # stride 2 is rotate's difficulty 2; gaussian_noise ignores the stride and is left out
@@ -94,17 +94,18 @@ def test_difficulty_2_does_not_mix_stride_ignoring_noise_flip_rates():
     assert t[("mfr_subset", "stride-2")] == 0.0
     assert ("flip_rate", "gaussian_noise/stride-2") not in t
     assert t[("flip_probability", "gaussian_noise/stride-2")] == pytest.approx(1 / 3)  # the raw value stays
-    notes = stability_notes(config, rows)
+    notes = stability_notes(rows, strides=config["strides"], setting=config["setting"])
     assert any("stride-2 (difficulty 2) average 1 perturbations: rotate." in n and "gaussian_noise_2" in n
                for n in notes)
     # the difficulty-2 noise folder counts at stride 2 (normalised by AlexNet's difficulty-1 value), not at 1
     preds["gaussian_noise_2/shard-0000"] = stored_columns(np.ones((4, 31), int) - np.eye(1, 31, 0, int))
-    t2 = {(m, s): v for m, s, v in stability_metrics(config, preds)}
+    t2 = {(m, s): v for m, s, v in stability_metrics(preds, **config)}
     assert t2[("flip_rate", "gaussian_noise_2/stride-2")] == pytest.approx(1 / 0.2365)
     assert ("flip_rate", "gaussian_noise_2/stride-1") not in t2
     assert t2[("mfr_subset", "stride-2")] == pytest.approx((0 + 1 / 0.2365) / 2)
     assert t2[("mfr_subset", "stride-1")] == t[("mfr_subset", "stride-1")]
-    notes2 = stability_notes(config, list((m, s, v) for (m, s), v in t2.items()))
+    notes2 = stability_notes(list((m, s, v) for (m, s), v in t2.items()), strides=config["strides"],
+                             setting=config["setting"])
     assert any("average 2 perturbations: gaussian_noise, rotate." in n for n in notes2)
 
 

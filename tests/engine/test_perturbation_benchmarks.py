@@ -54,7 +54,8 @@ def rankings_of(top1: np.ndarray) -> np.ndarray:
 
 
 def config(**kw):
-    return {"setting": "imagenet", "strides": [1, 2], "baseline": "alexnet", **kw}
+    """The keyword arguments of :func:`stability_metrics` (setting, strides, the built-in baseline)."""
+    return {"setting": "imagenet", "strides": [1, 2], "baseline_name": "alexnet", **kw}
 
 
 # --- metrics from stored columns ----------------------------------------------------------------
@@ -64,7 +65,7 @@ def test_constant_predictions_have_fp_0_and_alternating_ones_fp_1():
     alternating = np.tile(np.arange(31) % 2, (3, 1))
     preds = {"rotate/shard-0000": columns(rankings_of(alternating)),
              "gaussian_noise/shard-0000": columns(rankings_of(np.zeros((3, 31), int)))}
-    rows = {(m, s): v for m, s, v in stability_metrics(config(), preds)}
+    rows = {(m, s): v for m, s, v in stability_metrics(preds, **config())}
     assert rows[("flip_probability", "rotate/stride-1")] == 1.0
     assert rows[("flip_probability", "rotate/stride-2")] == 0.0  # period 2: frames j and j-2 agree
     assert rows[("top5_distance", "rotate/stride-1")] == 2.0      # ranks 1 and 2 swap: |0-1| + |1-0|
@@ -100,7 +101,7 @@ def test_mfr_of_the_alexnet_flip_probabilities_is_100():
         n = frame_count(p)
         top1 = flips_matching(base.flip_probability[p], 1000, n, get_perturbation(p).noise, rng)
         preds[f"{p}/shard-0000"] = columns(rankings_of(top1))
-    rows = {(m, s): v for m, s, v in stability_metrics(config(strides=[1]), preds)}
+    rows = {(m, s): v for m, s, v in stability_metrics(preds, **config(strides=[1]))}
     for p in TEST_PERTURBATIONS:
         assert rows[("flip_probability", f"{p}/stride-1")] == pytest.approx(base.flip_probability[p], abs=1e-12)
     assert 100 * rows[("mfr", "")] == pytest.approx(100.0, abs=1e-9)
@@ -113,10 +114,10 @@ def test_sequence_flips_rank_sequences_by_flips():
     top1 = np.zeros((3, 31), int)
     top1[1, 10:] = 1           # one flip
     top1[2] = np.arange(31) % 2  # 30 flips
-    flips = sequence_flips(config(), {"tilt/shard-0000": columns(rankings_of(top1), labels=[4, 5, 6])})
+    flips = sequence_flips({"tilt/shard-0000": columns(rankings_of(top1), labels=[4, 5, 6])})
     assert [(r["sample_id"], r["flips"], r["pairs"], r["label"]) for r in flips] == [
         ("s2", 30, 30, 6), ("s1", 1, 30, 5), ("s0", 0, 30, 4)]
-    assert sequence_flips(config(), {"tilt/shard-0000": columns(rankings_of(top1))}, stride=2)[0]["pairs"] == 29
+    assert sequence_flips({"tilt/shard-0000": columns(rankings_of(top1))}, stride=2)[0]["pairs"] == 29
 
 
 def test_folder_names():

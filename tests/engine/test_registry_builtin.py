@@ -22,5 +22,7 @@ def test_looking_up_one_family_imports_only_its_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     loaded = eval(out.stdout.strip())
-    assert "robustlab.benchmarks.detection" in loaded
+    assert "robustlab.benchmarks.detection_mmdet" in loaded  # mmdet-results's module, with what it reads
     assert "robustlab.benchmarks.video" not in loaded and "robustlab.benchmarks.adversarial" not in loaded
+    assert "robustlab.benchmarks.detection" not in loaded  # not even the corrupted-detection benchmarks'
+    assert not any(m.startswith("robustlab.report") for m in loaded)

@@ -114,12 +114,15 @@ def test_gpu_decode_is_for_the_local_executor_and_released_files(folder):
     class Ray:
         name = "ray"
 
+    bench = ImageNetC()
+    released = bench.config_class(data="/d", layout="folders", corruptions=["fog"], severities=[1], clean_data=None,
+                                  top_k=5, save_logits=False, num_classes=3, baseline="alexnet", clean_run=None,
+                                  baseline_run=None)
     with pytest.raises(InputError, match="--decode gpu runs with the local executor"):
-        check_run_options(RunOptions(decode="gpu"), ImageNetC(), {"layout": "folders"}, "cpu", Ray())
+        check_run_options(RunOptions(decode="gpu"), bench, released, "cpu", Ray())
     with pytest.raises(InputError, match="applies to benchmarks that read released image files"):
         RunOptions(decode="gpu")._check_decode(torch.device("cuda"), reads_files=False)
-    bench = ImageNetC()
-    assert bench.reads_files({"layout": "folders"}) and not bench.reads_files({"layout": "on-the-fly"})
+    assert bench.reads_files(released) and not bench.reads_files(released.replace(layout="on-the-fly"))
 
 
 def test_gpu_decode_sends_jpeg_bytes_and_decodes_them_on_the_models_device(folder, tmp_path):
@@ -143,11 +146,11 @@ def test_gpu_decode_sends_jpeg_bytes_and_decodes_them_on_the_models_device(folde
     bench = ImageNetC()
     results = {}
     for decode in ("cpu", "gpu"):
-        config = {**bench.config_for(str(released), corruptions="fog", severities="1"),
-                  **({"decode": "gpu"} if decode == "gpu" else {})}
+        config = bench.config_for(str(released), corruptions="fog", severities="1")
+        config = config.replace(decode="gpu") if decode == "gpu" else config
         net = load_model(TinyCNN(1000), device="cpu")
         with open_store(tmp_path / decode) as store:
-            run_id = store.register_run("tiny", bench.name, "d", config, {})
+            run_id = store.register_run("tiny", bench.name, "d", config.to_dict(), {})
             LocalExecutor(workers=0).run(ModelRef(net), bench, config, UnitStream(bench, config, {}), store, run_id,
                                          batch_size=4, progress=False)
             results[decode] = store.read_predictions(run_id)
@@ -158,9 +161,13 @@ def test_gpu_decode_sends_jpeg_bytes_and_decodes_them_on_the_models_device(folde
 
 
 def test_run_options_round_trip_through_the_config():
+    from robustlab.engine import RunConfig
+
     options = RunOptions(precision="bf16", channels_last=True, compile=True, decode="gpu")
-    assert RunOptions.from_config(options.config()) == options
-    assert RunOptions.from_config({}) == RunOptions() and RunOptions().config() == {}
+    config = RunConfig(data="/d", **options.config())
+    assert RunOptions.from_config(config) == options
+    assert RunOptions.from_config(RunConfig.from_dict(config.to_dict())) == options  # through the stored form
+    assert RunOptions.from_config(RunConfig(data="/d")) == RunOptions() and RunOptions().config() == {}
     with pytest.raises(InputError, match="channels_last must be true or false"):
         RunOptions(channels_last="yes")
 

@@ -5,12 +5,13 @@ did-you-mean from the schema."""
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 
 import pytest
 from typer.testing import CliRunner
 
 from robustlab.cli import app
-from robustlab.engine import BENCHMARKS, Benchmark, Unit, evaluate, get_benchmark, list_benchmarks
+from robustlab.engine import BENCHMARKS, Benchmark, RunConfig, Unit, evaluate, get_benchmark, list_benchmarks
 from robustlab.engine.executor import EXECUTORS, get_executor
 from robustlab.engine.schema import Option, OptionSchema
 from robustlab.errors import InputError
@@ -55,16 +56,23 @@ def test_the_schema_resolves_defaults_and_refuses_unknown_options_with_a_suggest
         Option("seed", "int").parse_text("one")
 
 
+@dataclass(frozen=True, kw_only=True)
+class RecorderConfig(RunConfig):
+    limit: int | None
+    colour: str
+
+
 class Recorder(Benchmark):
     """A benchmark that records what configure gets."""
 
     name = "test-schema-recorder"
     options = (Option("limit", "int", help="n"), Option("colour", "str", "red", help="c", choices=("red", "blue")))
+    config_class = RecorderConfig
     seen: list = []
 
     def configure(self, data, *, limit, colour):
         self.seen.append({"limit": limit, "colour": colour})
-        return {"data": data, "limit": limit, "colour": colour}
+        return RecorderConfig(data=data, limit=limit, colour=colour)
 
     def plan(self, config):
         return [Unit("u", "all")]
@@ -80,7 +88,7 @@ def recorder():
 
 def test_evaluate_passes_a_benchmark_only_what_it_declares(recorder, tmp_path):
     config = get_benchmark(recorder.name).config_for(tmp_path, limit=2)
-    assert config["colour"] == "red" and recorder.seen == [{"limit": 2, "colour": "red"}]
+    assert config.colour == "red" and recorder.seen == [{"limit": 2, "colour": "red"}]
     with pytest.raises(InputError, match="unknown colour 'green'"):
         get_benchmark(recorder.name).config_for(tmp_path, colour="green")
     # the engine no longer sends corruptions, severities or save_logits to every benchmark

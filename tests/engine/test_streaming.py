@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import os
 import time
 from pathlib import Path
@@ -12,7 +14,7 @@ from .conftest import WNIDS, make_folder
 from tiny_models import ChannelModel
 
 from robustlab.data.images import write_image
-from robustlab.engine import Benchmark, DataChangedError, Sample, Unit, evaluate, register_benchmark
+from robustlab.engine import Benchmark, DataChangedError, RunConfig, Sample, Unit, evaluate, register_benchmark
 from robustlab.engine.schema import Option
 from robustlab.store import open_store
 
@@ -32,18 +34,25 @@ class Listed:
         return np.full((8, 8, 3), i, np.uint8)
 
 
+@dataclass(frozen=True, kw_only=True)
+class EventLogConfig(RunConfig):
+    units: int
+    num_classes: int
+
+
 @register_benchmark
 class EventLog(Benchmark):
     """Records when units are planned, listed and predicted."""
 
     name = "test-event-log"
     options = (Option("units", "int", 5),)
+    config_class = EventLogConfig
 
     def configure(self, data, *, units):
-        return {"data": data, "units": units, "num_classes": 1000}
+        return EventLogConfig(data=data, units=units, num_classes=1000)
 
     def plan(self, config):
-        for k in range(config["units"]):
+        for k in range(config.units):
             EVENTS.append(("plan", f"u{k}"))
             yield Unit(f"u{k}", "all")
 

@@ -47,12 +47,16 @@ def test_some_samples_skipped_is_still_a_result(tmp_path):
 
 
 def test_the_missing_clean_error_note_names_the_real_cause():
+    from robustlab.engine.presentation import presentation_of
+
     bench = get_benchmark("corrupted")
+    shown = presentation_of(bench)
     metrics = [("error", "fog/1", 0.4)]
-    config = {"clean": True, "corruptions": ["fog"], "severities": [1], "data": "/d", "baseline": "alexnet",
-              "baseline_run": None}
-    assert any("every clean sample was skipped" in n for n in bench.notes(config, metrics))
-    assert any("clean=False" in n for n in bench.notes({**config, "clean": False}, metrics))
+    config = bench.config_class(data="/d", corruptions=["fog"], severities=[1], seed=0, profile="imagecorruptions",
+                                class_map="auto", shard_size=10, clean=True, baseline="alexnet", baseline_run=None,
+                                top_k=5, save_logits=False, num_classes=2)
+    assert any("every clean sample was skipped" in n for n in shown.notes(config, metrics))
+    assert any("clean=False" in n for n in shown.notes(config.replace(clean=False), metrics))
 
 
 @pytest.mark.parametrize("bad", [7, -1, True, 2.5, "x", None])

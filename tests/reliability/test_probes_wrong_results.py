@@ -69,11 +69,15 @@ def test_7_zero_row_cifar_arrays_are_an_error_not_a_complete_run(tmp_path):
 
 def test_10_a_partial_clean_data_is_not_labelled_imagenet_val():
     """A --clean-data of 6 images was labelled "ImageNet val, ImageNet-R's 200 classes"."""
+    from robustlab.engine.presentation import presentation_of
+
     bench = get_benchmark("imagenet-r")
-    config = {"projection": [[i] for i in range(200)]}
+    shown = presentation_of(bench)
+    config = bench.config_class(data="/d", classes_per_unit=100, top_k=5, save_logits=False, clean_data=None,
+                                clean_run=None, projection=[[i] for i in range(200)], num_classes=None)
     rows = [("accuracy", "shifted", 0.5), ("n_samples", "shifted", 20.0), ("accuracy", "clean", 0.6),
             ("n_samples", "clean", 6.0)]
-    pair = bench.summary(config, rows)["accuracy_pair"]
+    pair = shown.summary(config, rows)["accuracy_pair"]
     assert pair["original_set"] == "ImageNet val, ImageNet-R's 200 classes: 6 of its 10,000 images only"
-    full = bench.summary(config, rows[:3] + [("n_samples", "clean", 10000.0)])["accuracy_pair"]
+    full = shown.summary(config, rows[:3] + [("n_samples", "clean", 10000.0)])["accuracy_pair"]
     assert full["original_set"] == "ImageNet val, ImageNet-R's 200 classes"

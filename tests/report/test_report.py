@@ -40,7 +40,7 @@ def test_numbers_equal_those_recomputed_from_stored_predictions(report_store, tm
         results = collect_results(st)
         for r in results:
             bench = get_benchmark(r.benchmark)
-            recomputed = bench.metrics(r.config, st.read_predictions(r.run_id))
+            recomputed = bench.metrics(r.run_config, st.read_predictions(r.run_id))
             assert sorted(recomputed) == sorted(r.metrics)
         out = write_report(st, tmp_path / "r.csv")
     rows = list(csv.DictReader(io.StringIO(out.read_text())))

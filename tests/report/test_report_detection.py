@@ -51,7 +51,7 @@ def test_numbers_equal_those_recomputed_from_stored_predictions(detection_store)
         results = collect_results(st)
         recomputed = {}
         for r in results:
-            rows = get_benchmark(r.benchmark).metrics(r.config, st.read_predictions(r.run_id))
+            rows = get_benchmark(r.benchmark).metrics(r.run_config, st.read_predictions(r.run_id))
             recomputed[r.model] = {(m, s): v for m, s, v in rows}
     assert sorted(r.model for r in results) == sorted(SHIFTS)
     html = render_html(results)

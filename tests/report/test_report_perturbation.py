@@ -64,7 +64,7 @@ def test_numbers_equal_those_recomputed_from_stored_predictions(perturbation_sto
     with open_store(perturbation_store) as st:
         results = collect_results(st)
         recomputed = {r.run_id: {(m, s): v for m, s, v in
-                                 get_benchmark(r.benchmark).metrics(r.config, st.read_predictions(r.run_id))}
+                                 get_benchmark(r.benchmark).metrics(r.run_config, st.read_predictions(r.run_id))}
                       for r in results}
     assert len(results) == 4
     html = render_html(results)

@@ -73,7 +73,7 @@ def test_numbers_equal_those_recomputed_from_stored_predictions(video_store):
         assert len(results) == 3
         recomputed = {}
         for r in results:
-            rows = get_benchmark(r.benchmark).metrics(r.config, st.read_predictions(r.run_id))
+            rows = get_benchmark(r.benchmark).metrics(r.run_config, st.read_predictions(r.run_id))
             assert same_rows(rows, r.metrics)
             recomputed[r.model] = {(m, s): v for m, s, v in rows}
     html = render_html(results)

@@ -8,8 +8,9 @@ that needs one benchmark never pays for the others' dependencies:
   (any labelled folder, corrupted on the fly): CE, mCE, relative mCE;
 - :mod:`.perturbation` -- ``imagenet-p`` and ``perturbed``: FP, FR, mFR, T5D, mT5D;
 - :mod:`.video` -- ``imagenet-vid-robust``, ``ytbb-robust``, ``video-pmk``: pm-k;
-- :mod:`.detection` -- ``coco-c``, ``voc-c``, ``cityscapes-c``, ``detection-corrupted``,
-  ``imagenet-vid-robust-detection``, ``mmdet-results``: P, mPC, rPC, detection pm-k;
+- :mod:`.detection` -- ``coco-c``, ``voc-c``, ``cityscapes-c``, ``detection-corrupted`` (and
+  :mod:`.detection_mmdet` ``mmdet-results``, :mod:`.detection_pmk` ``imagenet-vid-robust-detection``):
+  P, mPC, rPC, detection pm-k;
 - :mod:`.adversarial` -- ``adversarial-auc``: accuracy over an epsilon grid and R;
 - :mod:`.corruption_bar` -- ``imagenet-c-bar`` (released ImageNet-C-bar / CIFAR-10-C-bar):
   mean error, CE-bar, mCE-bar;
@@ -17,11 +18,14 @@ that needs one benchmark never pays for the others' dependencies:
   ``objectnet``: top-1 / top-5 accuracy with intervals, the effective-robustness pair;
 - :mod:`.subtype` -- ``subtype-robustness``: seen vs unseen subtype accuracy of 25 broad types.
 
-Another package adds a benchmark in one file: subclass :class:`robustlab.engine.Benchmark`
-(declaring its options and presentation), decorate it with
-:func:`robustlab.engine.register_benchmark`, and list the module under the entry-point group
-``robustlab.benchmarks`` (see docs/extending.md). A built-in family also names its benchmarks in
-:data:`BUILTIN`, so that they load lazily.
+A family is its config (a frozen dataclass, :mod:`robustlab.engine.config`), its benchmarks, and its
+presentation (notes, summary, ``show`` text: a ``*_presentation`` module or class here, extended by its
+report section in :mod:`robustlab.report`, where it is registered). Another package adds a benchmark in
+one file: subclass :class:`robustlab.engine.Benchmark` (declaring its options, config class and
+presentation), decorate it with :func:`robustlab.engine.register_benchmark`, and list the module under
+the entry-point groups ``robustlab.benchmarks`` and ``robustlab.presentations`` (see
+docs/extending.md). A built-in family also names its benchmarks in :data:`BUILTIN`, so that they load
+lazily.
 """
 
 from ..engine.benchmark import BENCHMARKS
@@ -38,7 +42,7 @@ BUILTIN = {
     "imagenet-vid-robust": "video", "ytbb-robust": "video", "video-pmk": "video",
     "adversarial-auc": "adversarial",
     "coco-c": "detection", "voc-c": "detection", "cityscapes-c": "detection", "detection-corrupted": "detection",
-    "mmdet-results": "detection", "imagenet-vid-robust-detection": "detection",
+    "mmdet-results": "detection_mmdet", "imagenet-vid-robust-detection": "detection_pmk",
     "subtype-robustness": "subtype",
 }
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.setting import Setting
 from ..errors import InputError
 from ..fsutil import atomic_write_bytes, atomic_write_text
 from ..metrics.detection import COCO_STAT_NAMES, coco_metrics, to_coco_results, voc_ap50
@@ -258,17 +259,17 @@ def rmse_rpc_analysis(result, rmse: Mapping[str, Mapping[int, float]] | None = N
     from ..metrics.under_corruption import rmse_vs_rpc
 
     table = {(m, s): v for m, s, v in result.metrics}
-    head = result.config.get("headline", "AP")
+    head = getattr(result.run_config, "headline", "AP")
     p = table.get((head, CLEAN))
     if p is None or p == 0:
         raise InputError(f"run {result.run_id} has no non-zero clean {head}; rPC is undefined.")
     rel: dict[str, dict[int, float]] = {}
     measured: dict[str, dict[int, float]] = {}
     for (m, setting), v in table.items():
-        if "/" in setting and not setting.startswith(("severity/", "k/")):
-            c, s = setting.split("/")
+        cell = Setting.parse(setting) if setting else None
+        if cell is not None and cell.level is not None and cell.shift not in ("severity", "k"):
             if m == head:
-                rel.setdefault(c, {})[int(s)] = v / p
+                rel.setdefault(cell.shift, {})[cell.level] = v / p
             elif m == "rmse":
-                measured.setdefault(c, {})[int(s)] = v
+                measured.setdefault(cell.shift, {})[cell.level] = v
     return rmse_vs_rpc(rmse if rmse is not None else measured, rel, by=by)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ ImageNet-A/R and ObjectNet. The run's config records ``subset``; other models ig
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,13 +37,14 @@ from ..data.classification import SampleView, class_folders, read_image_folder
 from ..data.natural_shifts import (imagenet_a_indices, imagenet_r_indices, objectnet_folders, objectnet_to_imagenet,
                                    subset_wnids)
 from ..data.wordnet import ilsvrc_wnids
-from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
+from ..engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
 from ..engine.classification import add_setting_counts, error_rows, setting_counts
-from ..data.limits import config_limit_order
-from ..engine.options import (CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, SAVE_LOGITS, TOP_K,
+from ..engine.config import LimitedConfig, conditional
+from ..engine.options import (CLASSES_PER_UNIT, CLEAN_DATA, CLEAN_RUN, LIMIT, LIMIT_ORDER, SAVE_LOGITS, TOP_K, Option,
                               check_positive, limit_config)
-from ..engine.schema import Option
+from ..engine.presentation import HeadlineMetric, Presentation
 from ..engine.records import Sample, sample_id
+from ..engine.setting import Setting, setting_of
 from ..errors import DataError, InputError, ModelError
 from ..fsutil import not_a_folder
 from ..metrics.stats import clopper_pearson
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     import torch
 
 SHIFTED, CLEAN = "shifted", "clean"
+SHIFTED_SETTING, CLEAN_SETTING = Setting(SHIFTED), Setting(CLEAN)
 #: Values of ``zero_shot_classes`` (see the module docstring).
 ZERO_SHOT_CLASSES = ("imagenet", "subset")
 #: ImageNet-1k classes a projected model must output.
@@ -172,7 +174,31 @@ def crop_border(image: np.ndarray) -> tuple[np.ndarray, bool]:
     return image, False
 
 
-def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any], benchmark: str,
+@dataclass(frozen=True, kw_only=True)
+class NaturalShiftConfig(LimitedConfig):
+    """A natural-shift run: the set's folder (``data``: the folder holding its class folders), the
+    clean ImageNet val folder or run, and how the model's 1,000 logits become the set's classes
+    (``projection``: per class its ImageNet columns; None: the 1,000 as they are). ``zero_shot_classes``
+    is recorded only when it is ``subset``."""
+
+    classes_per_unit: int
+    top_k: int
+    save_logits: bool
+    clean_data: str | None
+    clean_run: str | None
+    projection: list[list[int]] | None
+    num_classes: int | None
+    zero_shot_classes: str = conditional("imagenet")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageNetV2Config(NaturalShiftConfig):
+    """An ``imagenetv2`` run: also its ``variant`` (matched-frequency, threshold0.7, top-images)."""
+
+    variant: str | None
+
+
+def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: NaturalShiftConfig, benchmark: str,
                        ) -> dict[str, np.ndarray]:
     """The standard prediction columns over the benchmark's classes: the model's 1,000 ImageNet
     logits projected (max over each class's columns). ModelError naming both sizes when the model
@@ -185,7 +211,7 @@ def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[
     from ..models.protocol import check_logits
 
     model = for_class_names(model, ilsvrc_wnids())
-    groups = config["projection"]
+    groups = config.projection
     name = getattr(model, "name", type(model).__name__)
 
     class Projected(torch.nn.Module):
@@ -200,7 +226,7 @@ def classify_projected(model: torch.nn.Module, x: torch.Tensor, config: Mapping[
 
     projected = Projected()
     projected.name = name
-    return classify_batch(projected, x, top_k=int(config.get("top_k", 5)), save_logits=bool(config.get("save_logits")),
+    return classify_batch(projected, x, top_k=int(config.top_k), save_logits=bool(config.save_logits),
                           num_classes=len(groups))
 
 
@@ -235,154 +261,122 @@ class NaturalShift(Benchmark):
                Option("zero_shot_classes", "str", "imagenet", choices=ZERO_SHOT_CLASSES,
                       help="Zero-shot models (open_clip:): imagenet (default: the 1,000-class head, projected to the "
                       "set's classes) or subset (a head built from the set's own class names, as CLIP's paper)."))
-    family, family_title = "natural-shift", "Natural distribution shifts"
-    headline = (HeadlineMetric("accuracy", "top-1", setting=SHIFTED), HeadlineMetric("top5_accuracy", "top-5",
-                                                                                    setting=SHIFTED))
+    config_class = NaturalShiftConfig
+    presentation = "natural-shift"
     option_hints = {"corruptions": "{name} is a natural-shift test set: it takes no corruptions.",
                     "severities": "{name} is a natural-shift test set: it takes no severities."}
 
     def __init__(self) -> None:
         self._layouts: dict[str, ShiftLayout] = {}
 
-    def layout(self, root: Path, options: Mapping[str, Any]) -> ShiftLayout:  # pragma: no cover - abstract
+    def layout(self, root: Path) -> ShiftLayout:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _layout_of(self, config: Mapping[str, Any]) -> ShiftLayout:
-        key = config["data"]
+    def _layout_of(self, config: NaturalShiftConfig) -> ShiftLayout:
+        key = config.data
         if key not in self._layouts:
-            self._layouts[key] = self.layout(Path(key), config)
+            self._layouts[key] = self.layout(Path(key))
         return self._layouts[key]
 
-    def shift_name(self, config: Mapping[str, Any]) -> str:
+    def shift_name(self, config: NaturalShiftConfig) -> str:
         return self.name
 
     def configure(self, data: str, *, save_logits, limit, limit_order, clean_data, clean_run, classes_per_unit, top_k,
-                  zero_shot_classes="imagenet", **extra: Any) -> dict[str, Any]:
-        """``extra``: the options a subclass adds to :attr:`options` (kept in the config as given).
+                  zero_shot_classes="imagenet", **extra: Any) -> NaturalShiftConfig:
+        """``extra``: the options a subclass adds to :attr:`options` (fields of its config, as given).
         ``zero_shot_classes`` is recorded only when it is ``subset`` (runs made before it existed keep
         their identity)."""
         if zero_shot_classes not in ZERO_SHOT_CLASSES:
             raise InputError(f"zero_shot_classes must be one of {', '.join(ZERO_SHOT_CLASSES)}; got {zero_shot_classes!r}.")
-        if zero_shot_classes != "imagenet":
-            extra = {**extra, "zero_shot_classes": zero_shot_classes}
         if clean_data is not None and clean_run is not None:
             raise InputError("give either clean_data (an ImageNet val folder) or clean_run (a stored run), not both.")
         root = Path(data).expanduser().resolve()
-        config: dict[str, Any] = {"data": str(root), **extra, **limit_config(limit, limit_order),
-                                  "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
-                                  "top_k": check_positive("top_k", top_k), "save_logits": bool(save_logits),
-                                  "clean_data": str(Path(clean_data).expanduser().resolve()) if clean_data else None,
-                                  "clean_run": clean_run}
-        layout = self.layout(root, config)
+        limits = limit_config(limit, limit_order)
+        fields = {"classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
+                  "top_k": check_positive("top_k", top_k), "save_logits": bool(save_logits)}
+        clean = str(Path(clean_data).expanduser().resolve()) if clean_data else None
+        layout = self.layout(root)
         self._layouts[str(root)] = layout
-        config["data"] = layout.root
         self._layouts[layout.root] = layout
-        config["projection"] = layout.groups
-        config["num_classes"] = None if layout.groups else IMAGENET_CLASSES
-        if config["clean_data"]:
-            present = set(folders_of(Path(config["clean_data"])))
+        config = self.config_class(data=layout.root, **extra, **limits, **fields, clean_data=clean, clean_run=clean_run,
+                                   projection=layout.groups, num_classes=None if layout.groups else IMAGENET_CLASSES,
+                                   zero_shot_classes=zero_shot_classes)
+        if clean:
+            present = set(folders_of(Path(clean)))
             missing = sorted(set(layout.clean_labels) - present)
             if len(missing) == len(layout.clean_labels):
-                raise DataError(f"clean data {config['clean_data']} has none of the ImageNet wnid folders {self.name} "
+                raise DataError(f"clean data {clean} has none of the ImageNet wnid folders {self.name} "
                                 "needs; it must be the ImageNet val set in the layout <root>/<wnid>/<image>.")
-        if config["limit"]:
-            shifted = self.samples(config, Unit("", SHIFTED, {"folder": layout.root, "classes": sorted(layout.labels)}))
-            config.update(limit_config(limit, limit_order, shifted))
+        if config.limit:
+            shifted = self.samples(config, Unit("", SHIFTED_SETTING, {"folder": layout.root,
+                                                                      "classes": sorted(layout.labels)}))
+            config = config.replace(**limit_config(limit, limit_order, shifted))
         return config
 
-    def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
-        return {"clean_run": config["clean_run"]} if config.get("clean_run") else {}
+    def related_runs(self, config: NaturalShiftConfig) -> dict[str, str]:
+        return {"clean_run": config.clean_run} if config.clean_run else {}
 
-    def plan(self, config: Mapping[str, Any]):
-        per_unit = None if config["limit"] else config["classes_per_unit"]
+    def plan(self, config: NaturalShiftConfig):
+        per_unit = None if config.limit else config.classes_per_unit
         layout = self._layout_of(config)
-        blocks = [(SHIFTED, layout.root, sorted(layout.labels))]
-        if config.get("clean_data"):
-            present = set(folders_of(Path(config["clean_data"])))
-            blocks.append((CLEAN, config["clean_data"], sorted(w for w in layout.clean_labels if w in present)))
+        blocks = [(SHIFTED_SETTING, layout.root, sorted(layout.labels))]
+        if config.clean_data:
+            present = set(folders_of(Path(config.clean_data)))
+            blocks.append((CLEAN_SETTING, config.clean_data, sorted(w for w in layout.clean_labels if w in present)))
         for setting, folder, classes in blocks:
             chunks = [classes] if not per_unit else [classes[i:i + per_unit] for i in range(0, len(classes), per_unit)]
             for k, chunk in enumerate(chunks):
-                yield Unit(f"{setting}/shard-{k:04d}", setting, {"folder": folder, "classes": chunk})
+                yield Unit.of(setting, k, {"folder": folder, "classes": chunk})
 
-    def samples(self, config: Mapping[str, Any], unit: Unit):
+    def samples(self, config: NaturalShiftConfig, unit: Unit):
         layout = self._layout_of(config)
-        labels = layout.labels if unit.setting == SHIFTED else layout.clean_labels
+        labels = layout.labels if unit.setting == SHIFTED_SETTING else layout.clean_labels
         folder = Path(unit.params["folder"])
         other = {f: len(labels) + k for k, f in enumerate(f for f in class_folders(folder) if f not in labels)}
-        return read_image_folder(folder, {**labels, **other}, classes=unit.params["classes"], limit=config["limit"],
-                                 limit_order=config_limit_order(config))
+        return read_image_folder(folder, {**labels, **other}, classes=unit.params["classes"], limit=config.limit,
+                                 limit_order=config.order)
 
-    def zero_shot_labels(self, config: Mapping[str, Any]):
+    def zero_shot_labels(self, config: NaturalShiftConfig):
         """The zero-shot labels of the set's own classes (``zero_shot_classes=subset``): CLIP's names
         of its ImageNet classes, with CLIP's templates (ObjectNet overrides this with its own names)."""
         from ..models.zero_shot import imagenet_labels
 
-        groups = config.get("projection")
+        groups = config.projection
         labels = imagenet_labels()
         if not groups:
             return labels
         return labels.subset([g[0] for g in groups], f"{self.title}'s {len(groups)} classes (CLIP's names)")
 
-    def classify(self, model, x, config) -> dict[str, np.ndarray]:
-        if config.get("zero_shot_classes") == "subset" and hasattr(model, "for_labels"):
+    def classify(self, model, x, config: NaturalShiftConfig) -> dict[str, np.ndarray]:
+        if config.zero_shot_classes == "subset" and hasattr(model, "for_labels"):
             from ..engine.classification import classify_batch
 
             head = model.for_labels(self.zero_shot_labels(config))
-            return classify_batch(head, x, top_k=int(config.get("top_k", 5)), save_logits=bool(config.get("save_logits")),
-                                  num_classes=len(config["projection"] or ()) or IMAGENET_CLASSES)
-        if config.get("projection"):
+            return classify_batch(head, x, top_k=int(config.top_k), save_logits=bool(config.save_logits),
+                                  num_classes=len(config.projection or ()) or IMAGENET_CLASSES)
+        if config.projection:
             return classify_projected(model, x, config, self.name)
         return super().classify(model, x, config)
 
-    def class_names(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+    def class_names(self, config: NaturalShiftConfig) -> tuple[str, ...]:
         return tuple(ilsvrc_wnids())  # the model's 1,000 ImageNet classes, projected afterwards
 
-    def metrics(self, config, predictions, related=None) -> list[MetricRow]:
-        setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
-        counts = setting_counts(predictions, setting_of)
+    def metrics(self, config: NaturalShiftConfig, predictions, related=None) -> list[MetricRow]:
+        settings = {u: setting_of(u) for u in predictions}
+        counts = setting_counts(predictions, settings)
         if related and "clean_run" in related:
-            clean = {u: c for u, c in related["clean_run"].items() if u.startswith(f"{CLEAN}/")}
+            clean = {u: c for u, c in related["clean_run"].items() if setting_of(u) == CLEAN}
             if not clean:
-                raise DataError(f"stored run {config['clean_run']} has no clean units; give --clean-data instead.")
+                raise DataError(f"stored run {config.clean_run} has no clean units; give --clean-data instead.")
             add_setting_counts(counts, clean, CLEAN)
         rows = list(error_rows(counts)) + accuracy_rows(counts)
-        borders = [c["had_border"] for u, c in predictions.items() if setting_of[u] == SHIFTED and "had_border" in c]
+        borders = [c["had_border"] for u, c in predictions.items() if settings[u] == SHIFTED and "had_border" in c]
         if borders:
             flags = np.concatenate(borders)
             rows.append(("images_without_border", SHIFTED, float((~flags.astype(bool)).sum())))
         return rows
 
-    def notes(self, config, metrics) -> list[str]:
-        table = {(m, s): v for m, s, v in metrics}
-        notes = []
-        if (("accuracy", CLEAN)) not in table:
-            notes.append("no clean accuracy: give --clean-data <ImageNet val folder> (or --clean-run) for the "
-                         "original accuracy on the same classes, the x axis of effective robustness.")
-        missing = table.get(("images_without_border", SHIFTED))
-        if missing:
-            notes.append(f"{int(missing)} ObjectNet image(s) had no 1-pixel red border and were evaluated uncropped "
-                         "(every released ObjectNet image has one: a re-encoded or already cropped copy?).")
-        return notes
-
-    def summary(self, config, metrics) -> dict[str, Any]:
-        table = {(m, s): v for m, s, v in metrics}
-        out: dict[str, Any] = {"set": self.shift_name(config), "classes": len(config["projection"] or []) or IMAGENET_CLASSES}
-        for setting in (SHIFTED, CLEAN):
-            if (("accuracy", setting)) in table:
-                out[setting] = {k: table.get((k, setting)) for k in ("accuracy", "accuracy_low", "accuracy_high",
-                                                                      "top5_accuracy", "top5_accuracy_low",
-                                                                      "top5_accuracy_high")}
-                out[setting]["n"] = int(table.get(("n_samples", setting), 0))
-        if SHIFTED in out and CLEAN in out:
-            out["accuracy_pair"] = {"shift": self.shift_name(config),
-                                    "original_set": self.original_set_of(out[CLEAN]["n"], out["classes"]),
-                                    "original": out[CLEAN]["accuracy"], "original_n": out[CLEAN]["n"],
-                                    "shifted": out[SHIFTED]["accuracy"], "shifted_n": out[SHIFTED]["n"],
-                                    "testbed_columns": list(self.testbed_columns_of(config))}
-        return out
-
-    def testbed_columns_of(self, config: Mapping[str, Any]) -> tuple[str, str]:
+    def testbed_columns_of(self, config: NaturalShiftConfig) -> tuple[str, str]:
         return self.testbed_columns
 
     def original_set_of(self, n_clean: int, classes: int) -> str:
@@ -393,20 +387,6 @@ class NaturalShift(Benchmark):
         if n_clean == expected:
             return self.original_set
         return f"{self.original_set}: {n_clean} of its {expected:,} images only"
-
-    def text(self, config, summary, metrics) -> list[str]:
-        from ..engine.report import pct
-
-        lines = [f"{summary.get('set')}: {summary.get('classes')} classes"]
-        pair = summary.get("accuracy_pair") or {}
-        for setting, title in ((SHIFTED, summary.get("set")), (CLEAN, pair.get("original_set", self.original_set))):
-            row = summary.get(setting)
-            if not row:
-                continue
-            lines.append(f"{title:<34} top-1 {pct(row['accuracy'])} [{pct(row['accuracy_low'])}, "
-                         f"{pct(row['accuracy_high'])}]   top-5 {pct(row['top5_accuracy'])} "
-                         f"[{pct(row['top5_accuracy_low'])}, {pct(row['top5_accuracy_high'])}]   n {row['n']}")
-        return lines
 
 
 @register_benchmark
@@ -420,31 +400,31 @@ class ImageNetV2(NaturalShift):
 
     options = (*NaturalShift.options, Option("variant", "str", help="matched-frequency, threshold0.7 or "
                                              "top-images (default: from the folder's name)."))
+    config_class = ImageNetV2Config
 
-    def configure(self, data: str, **options: Any) -> dict[str, Any]:
+    def configure(self, data: str, **options: Any) -> ImageNetV2Config:
         config = super().configure(data, **options)
-        variant = config.get("variant")
+        variant = config.variant
         if variant is None:
-            folder = Path(config["data"]).name
+            folder = Path(config.data).name
             variant = next((v for v in V2_VARIANTS if v.replace("-", "") in folder.replace("-", "")), None)
             if variant is None:
                 raise InputError(f"cannot tell the ImageNetV2 variant from the folder name {folder!r}: give "
                                  f"-O variant=<{'|'.join(V2_VARIANTS)}>.")
         if variant not in V2_VARIANTS:
             raise InputError(f"unknown ImageNetV2 variant {variant!r}; use one of {', '.join(V2_VARIANTS)}.")
-        config["variant"] = variant
-        return config
+        return config.replace(variant=variant)
 
-    def layout(self, root: Path, options: Mapping[str, Any]) -> ShiftLayout:
+    def layout(self, root: Path) -> ShiftLayout:
         return full_layout(root, numbered=True, name="ImageNetV2")
 
-    def shift_name(self, config: Mapping[str, Any]) -> str:
-        return f"imagenetv2-{config['variant']}"
+    def shift_name(self, config: ImageNetV2Config) -> str:
+        return f"imagenetv2-{config.variant}"
 
-    def testbed_columns_of(self, config: Mapping[str, Any]) -> tuple[str, str]:
+    def testbed_columns_of(self, config: ImageNetV2Config) -> tuple[str, str]:
         column = {"matched-frequency": "imagenetv2-matched-frequency-format-val",
                   "threshold0.7": "imagenetv2-threshold-0.7-format-val",
-                  "top-images": "imagenetv2-top-images-format-val"}[config["variant"]]
+                  "top-images": "imagenetv2-top-images-format-val"}[config.variant]
         return ("val", column)
 
 
@@ -457,7 +437,7 @@ class ImageNetA(NaturalShift):
     testbed_columns = ("val-on-imagenet-a-classes", "imagenet-a")
     original_set = "ImageNet val, ImageNet-A's 200 classes"
 
-    def layout(self, root: Path, options: Mapping[str, Any]) -> ShiftLayout:
+    def layout(self, root: Path) -> ShiftLayout:
         return subset_layout(root, imagenet_a_indices(), "ImageNet-A")
 
 
@@ -470,7 +450,7 @@ class ImageNetR(NaturalShift):
     testbed_columns = ("val-on-imagenet-r-classes", "imagenet-r")
     original_set = "ImageNet val, ImageNet-R's 200 classes"
 
-    def layout(self, root: Path, options: Mapping[str, Any]) -> ShiftLayout:
+    def layout(self, root: Path) -> ShiftLayout:
         return subset_layout(root, imagenet_r_indices(), "ImageNet-R")
 
 
@@ -482,7 +462,7 @@ class ImageNetSketch(NaturalShift):
     title = "ImageNet-Sketch"
     testbed_columns = ("val", "imagenet-sketch")
 
-    def layout(self, root: Path, options: Mapping[str, Any]) -> ShiftLayout:
+    def layout(self, root: Path) -> ShiftLayout:
         return full_layout(root, numbered=False, name="ImageNet-Sketch")
 
 
@@ -496,10 +476,10 @@ class ObjectNet(NaturalShift):
     testbed_columns = ("val-on-objectnet-classes", "objectnet-1.0-beta")
     original_set = "ImageNet val, ObjectNet's 113 classes"
 
-    def layout(self, root: Path, options: Mapping[str, Any]) -> ShiftLayout:
+    def layout(self, root: Path) -> ShiftLayout:
         return objectnet_layout(root)
 
-    def zero_shot_labels(self, config: Mapping[str, Any]):
+    def zero_shot_labels(self, config: NaturalShiftConfig):
         """ObjectNet's own names of its 113 ImageNet-overlapping classes (``Air freshener``...)."""
         from ..models.zero_shot import ZeroShotLabels, imagenet_labels
 
@@ -507,9 +487,9 @@ class ObjectNet(NaturalShift):
         return ZeroShotLabels(tuple(names[f] for f in sorted(objectnet_to_imagenet())), imagenet_labels().templates,
                               "ObjectNet's 113 class names")
 
-    def samples(self, config: Mapping[str, Any], unit: Unit):
+    def samples(self, config: NaturalShiftConfig, unit: Unit):
         images = super().samples(config, unit)
-        return BorderedSamples(images) if unit.setting == SHIFTED else images
+        return BorderedSamples(images) if unit.setting == SHIFTED_SETTING else images
 
     def load(self, samples, i: int, prepare) -> Sample:
         image = samples.read(i)
@@ -518,7 +498,63 @@ class ObjectNet(NaturalShift):
             image, had = crop_border(image)
         return Sample(sample_id(samples, i), int(samples.labels[i]), prepare(image), BorderInfo(had))
 
-    def predict(self, model, batch, config) -> dict[str, np.ndarray]:
+    def predict(self, model, batch, config: NaturalShiftConfig) -> dict[str, np.ndarray]:
         out = self.classify(model, batch.stacked_inputs(model_device(model)), config)
         out["had_border"] = np.asarray(batch.context["had_border"], dtype=bool)
         return out
+
+
+class NaturalShiftShow(Presentation):
+    """How the natural-shift runs are shown: top-1 / top-5 accuracy with intervals on the shifted set and
+    the clean one, and the (original, shifted) pair of the effective-robustness trend; the set's facts
+    (its name, the original set, the testbed's columns) are its benchmark's. The report's section
+    extends it (:mod:`robustlab.report.section_shifts`)."""
+
+    name = "natural-shift"
+    title = "Natural distribution shifts"
+    headline = (HeadlineMetric("accuracy", "top-1", setting=SHIFTED), HeadlineMetric("top5_accuracy", "top-5",
+                                                                                    setting=SHIFTED))
+
+    def notes(self, config: NaturalShiftConfig, metrics: Iterable[MetricRow]) -> list[str]:
+        table = {(m, s): v for m, s, v in metrics}
+        notes = []
+        if (("accuracy", CLEAN)) not in table:
+            notes.append("no clean accuracy: give --clean-data <ImageNet val folder> (or --clean-run) for the "
+                         "original accuracy on the same classes, the x axis of effective robustness.")
+        missing = table.get(("images_without_border", SHIFTED))
+        if missing:
+            notes.append(f"{int(missing)} ObjectNet image(s) had no 1-pixel red border and were evaluated uncropped "
+                         "(every released ObjectNet image has one: a re-encoded or already cropped copy?).")
+        return notes
+
+    def summary(self, config: NaturalShiftConfig, metrics: Iterable[MetricRow]) -> dict[str, Any]:
+        table = {(m, s): v for m, s, v in metrics}
+        bench = self.benchmark
+        out: dict[str, Any] = {"set": bench.shift_name(config), "classes": len(config.projection or []) or IMAGENET_CLASSES}
+        for setting in (SHIFTED, CLEAN):
+            if (("accuracy", setting)) in table:
+                out[setting] = {k: table.get((k, setting)) for k in ("accuracy", "accuracy_low", "accuracy_high",
+                                                                      "top5_accuracy", "top5_accuracy_low",
+                                                                      "top5_accuracy_high")}
+                out[setting]["n"] = int(table.get(("n_samples", setting), 0))
+        if SHIFTED in out and CLEAN in out:
+            out["accuracy_pair"] = {"shift": bench.shift_name(config),
+                                    "original_set": bench.original_set_of(out[CLEAN]["n"], out["classes"]),
+                                    "original": out[CLEAN]["accuracy"], "original_n": out[CLEAN]["n"],
+                                    "shifted": out[SHIFTED]["accuracy"], "shifted_n": out[SHIFTED]["n"],
+                                    "testbed_columns": list(bench.testbed_columns_of(config))}
+        return out
+
+    def text(self, config: NaturalShiftConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+        from ..engine.report import pct
+
+        lines = [f"{summary.get('set')}: {summary.get('classes')} classes"]
+        pair = summary.get("accuracy_pair") or {}
+        for setting, title in ((SHIFTED, summary.get("set")), (CLEAN, pair.get("original_set", self.benchmark.original_set))):
+            row = summary.get(setting)
+            if not row:
+                continue
+            lines.append(f"{title:<34} top-1 {pct(row['accuracy'])} [{pct(row['accuracy_low'])}, "
+                         f"{pct(row['accuracy_high'])}]   top-5 {pct(row['top5_accuracy'])} "
+                         f"[{pct(row['top5_accuracy_low'])}, {pct(row['top5_accuracy_high'])}]   n {row['n']}")
+        return lines

@@ -16,7 +16,8 @@ ImageNet-1K accuracy.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,39 @@ import numpy as np
 
 from ..data.classification import ImageFolderSamples
 from ..data.subtypes import HOLDOUT_WARNING, load_split
-from ..engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
+from ..data.limits import limit_positions, limit_stats
+from ..engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
 from ..engine.classification import setting_counts, top1_errors
-from ..data.limits import config_limit_order, limit_positions, limit_stats
-from ..engine.options import LIMIT, LIMIT_ORDER, SAVE_LOGITS, TOP_K, check_positive, limit_config, shard_size_option
-from ..engine.schema import Option
+from ..engine.config import LimitedConfig, conditional
+from ..engine.options import (LIMIT, LIMIT_ORDER, SAVE_LOGITS, TOP_K, Option, check_positive, limit_config,
+                              shard_size_option)
+from ..engine.presentation import HeadlineMetric, Presentation
+from ..engine.setting import Setting, setting_of
 from ..errors import InputError
 from .natural_shift import accuracy_rows
 
 SETTINGS = ("seen", "unseen")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubtypeConfig(LimitedConfig):
+    """A ``subtype-robustness`` run: the split folder, its 25 broad types, the base model's ImageNet-1K
+    top-1 (for the figure), and for splits that record them, the subtype lists (``reference`` or
+    ``wordnet``) and where the seen images come from (``val`` or ``holdout``)."""
+
+    broad_types: list[str]
+    shard_size: int
+    imagenet_top1: float | None
+    top_k: int
+    save_logits: bool
+    num_classes: int
+    lists: str | None = conditional()
+    seen_from: str | None = conditional()
+
+    def seen_source(self) -> str:
+        """``val`` or ``holdout`` (splits made before the choice existed held out)."""
+        return self.seen_from or "holdout"
+
 
 def imagenet_accuracy(value: Any) -> float | None:
     """``imagenet_top1`` as a fraction (given in percent when above 1); None passes through."""
@@ -54,9 +79,8 @@ class SubtypeRobustness(Benchmark):
     """Seen vs unseen subtype accuracy of a 25-way broad-type classifier (see the module docstring)."""
 
     name = "subtype-robustness"
-    family, family_title = "subtype", "Subtype robustness"
-    headline = (HeadlineMetric("accuracy", "seen", setting="seen"), HeadlineMetric("accuracy", "unseen",
-                                                                                   setting="unseen"))
+    config_class = SubtypeConfig
+    presentation = "subtype"
     options = (SAVE_LOGITS, LIMIT, LIMIT_ORDER, shard_size_option(5000),
                Option("imagenet_top1", "float", help="The model's ImageNet top-1 accuracy (a fraction, or percent "
                       "above 1), for the report's comparison."), TOP_K)
@@ -71,59 +95,54 @@ class SubtypeRobustness(Benchmark):
         return self._splits[root]
 
     def configure(self, data: str, *, save_logits, limit, limit_order, shard_size, imagenet_top1,
-                  top_k) -> dict[str, Any]:
+                  top_k) -> SubtypeConfig:
         root = str(Path(data).expanduser().resolve())
         meta, _ = self._split(root)
-        config = {"data": root, "broad_types": [t[0] for t in meta["broad_types"]], **limit_config(limit, limit_order),
-                  "shard_size": check_positive("shard_size", shard_size),
-                  "imagenet_top1": imagenet_accuracy(imagenet_top1), "top_k": check_positive("top_k", top_k),
-                  "save_logits": bool(save_logits), "num_classes": len(meta["broad_types"])}
+        recorded = {}
         if meta.get("format") != "robustlab-subtypes/1":  # splits made before the choices keep their run ids
-            config.update(lists=meta["lists"], seen_from=meta["seen_from"])
-        if config["limit"]:
-            config["limit_stats"] = self._listed(config, SETTINGS[0])[2]
+            recorded = {"lists": meta["lists"], "seen_from": meta["seen_from"]}
+        config = SubtypeConfig(data=root, broad_types=[t[0] for t in meta["broad_types"]],
+                               **limit_config(limit, limit_order), shard_size=check_positive("shard_size", shard_size),
+                               imagenet_top1=imagenet_accuracy(imagenet_top1), top_k=check_positive("top_k", top_k),
+                               save_logits=bool(save_logits), num_classes=len(meta["broad_types"]), **recorded)
+        if config.limit:
+            config = config.replace(limit_stats=self._listed(config, SETTINGS[0])[2])
         return config
 
-    def seen_from(self, config: Mapping[str, Any]) -> str:
-        """``val`` or ``holdout`` (splits made before the choice existed held out)."""
-        return config.get("seen_from", "holdout")
-
-    def _listed(self, config: Mapping[str, Any], setting: str) -> tuple[list[str], np.ndarray, dict | None]:
+    def _listed(self, config: SubtypeConfig, setting: str) -> tuple[list[str], np.ndarray, dict | None]:
         """``(files, labels, limit stats)`` of a setting's list under the run's limit."""
-        meta, lists = self._split(config["data"])
+        meta, lists = self._split(config.data)
         files = list(lists[setting])
         types = meta["types"]
         labels = np.asarray([types[os.path.basename(os.path.dirname(f))] for f in files], dtype=np.int64)
-        if not config["limit"]:
+        if not config.limit:
             return files, labels, None
-        order = config_limit_order(config)
-        keep = limit_positions(files, labels, config["limit"], order)
-        return [files[p] for p in keep], labels[keep], limit_stats(labels, keep, len(files), order)
+        keep = limit_positions(files, labels, config.limit, config.order)
+        return [files[p] for p in keep], labels[keep], limit_stats(labels, keep, len(files), config.order)
 
-    def plan(self, config: Mapping[str, Any]):
+    def plan(self, config: SubtypeConfig):
         for setting in SETTINGS:
             n = len(self._listed(config, setting)[0])
-            for k, start in enumerate(range(0, n, config["shard_size"])):
-                yield Unit(f"{setting}/shard-{k:04d}", setting, {"start": start,
-                                                                  "stop": min(n, start + config["shard_size"])})
+            for k, start in enumerate(range(0, n, config.shard_size)):
+                yield Unit.of(Setting(setting), k, {"start": start, "stop": min(n, start + config.shard_size)})
 
-    def samples(self, config: Mapping[str, Any], unit: Unit) -> ImageFolderSamples:
-        files, labels, _ = self._listed(config, unit.setting)
+    def samples(self, config: SubtypeConfig, unit: Unit) -> ImageFolderSamples:
+        files, labels, _ = self._listed(config, unit.setting.shift)
         start, stop = unit.params["start"], unit.params["stop"]
-        return ImageFolderSamples(Path("/"), tuple(files[start:stop]), labels[start:stop], tuple(config["broad_types"]))
+        return ImageFolderSamples(Path("/"), tuple(files[start:stop]), labels[start:stop], tuple(config.broad_types))
 
-    def metrics(self, config, predictions, related=None) -> list[MetricRow]:
-        setting_of = {u: u.rsplit("/", 1)[0] for u in predictions}
-        counts = setting_counts(predictions, setting_of)
+    def metrics(self, config: SubtypeConfig, predictions, related=None) -> list[MetricRow]:
+        settings = {u: setting_of(u) for u in predictions}
+        counts = setting_counts(predictions, settings)
         rows: list[MetricRow] = [("n_samples", s, float(n)) for s, (n, _, _) in counts.items()]
         rows += accuracy_rows(counts)
         for setting in SETTINGS:
-            units = [c for u, c in predictions.items() if setting_of[u] == setting and len(c["label"])]
+            units = [c for u, c in predictions.items() if settings[u] == setting and len(c["label"])]
             if not units:
                 continue
             labels = np.concatenate([c["label"] for c in units])
             right = ~np.concatenate([top1_errors(c) for c in units])
-            for t, name in enumerate(config["broad_types"]):
+            for t, name in enumerate(config.broad_types):
                 mask = labels == t
                 if mask.any():
                     rows.append(("type_accuracy", f"{setting}/{name}", float(right[mask].mean())))
@@ -132,30 +151,40 @@ class SubtypeRobustness(Benchmark):
             rows.append(("seen_unseen_gap", "", table[("accuracy", "seen")] - table[("accuracy", "unseen")]))
         return rows
 
-    def notes(self, config, metrics) -> list[str]:
+
+class SubtypeShow(Presentation):
+    """How ``subtype-robustness`` runs are shown: seen and unseen accuracy with intervals, per broad type,
+    and their gap. The report's section extends it (:mod:`robustlab.report.section_shifts`)."""
+
+    name = "subtype"
+    title = "Subtype robustness"
+    headline = (HeadlineMetric("accuracy", "seen", setting="seen"), HeadlineMetric("accuracy", "unseen",
+                                                                                   setting="unseen"))
+
+    def notes(self, config: SubtypeConfig, metrics: Iterable[MetricRow]) -> list[str]:
         notes = []
-        if self.seen_from(config) == "holdout":
+        if config.seen_source() == "holdout":
             notes.append(HOLDOUT_WARNING[0].upper() + HOLDOUT_WARNING[1:] + ".")
-        if config.get("imagenet_top1") is None:
+        if config.imagenet_top1 is None:
             notes.append("no ImageNet-1K accuracy for the figure: give -o imagenet_top1=<the base model's top-1, e.g. "
                          "76.1>.")
         return notes
 
-    def summary(self, config, metrics) -> dict[str, Any]:
+    def summary(self, config: SubtypeConfig, metrics: Iterable[MetricRow]) -> dict[str, Any]:
         table = {(m, s): v for m, s, v in metrics}
-        out: dict[str, Any] = {"imagenet_top1": config.get("imagenet_top1"),
-                               "gap": table.get(("seen_unseen_gap", "")), "lists": config.get("lists", "wordnet"),
-                               "seen_from": self.seen_from(config)}
+        out: dict[str, Any] = {"imagenet_top1": config.imagenet_top1,
+                               "gap": table.get(("seen_unseen_gap", "")), "lists": config.lists or "wordnet",
+                               "seen_from": config.seen_source()}
         for setting in SETTINGS:
             if ("accuracy", setting) in table:
                 out[setting] = {"accuracy": table[("accuracy", setting)], "low": table[("accuracy_low", setting)],
                                 "high": table[("accuracy_high", setting)],
                                 "n": int(table.get(("n_samples", setting), 0)),
                                 "per_type": {name: table.get(("type_accuracy", f"{setting}/{name}"))
-                                             for name in config["broad_types"]}}
+                                             for name in config.broad_types}}
         return out
 
-    def text(self, config, summary, metrics) -> list[str]:
+    def text(self, config: SubtypeConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
         from ..engine.report import pct, text_table
 
         lines = []
@@ -173,5 +202,5 @@ class SubtypeRobustness(Benchmark):
             lines += ["", "accuracy per broad type (%)"]
             lines += text_table(["type", "seen", "unseen"],
                                 [[t, pct((seen.get("per_type") or {}).get(t)), pct((unseen.get("per_type") or {}).get(t))]
-                                 for t in config["broad_types"]], first_width=22)
+                                 for t in config.broad_types], first_width=22)
         return lines

@@ -24,7 +24,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -340,7 +340,7 @@ def read_imagenet_vid(root: str | os.PathLike, *, split: str = "val", keys: Iter
         frame_keys = list(keys)
     samples = []
     for key in frame_keys:
-        parts = key.split("/")
+        parts = PurePosixPath(key).parts
         if len(parts) != 3 or parts[0] != split:
             raise DataError(f"frame key {key!r} is not of the form '{split}/<video>/<frame>.JPEG'.")
         video, frame = parts[1], Path(parts[2]).stem

@@ -27,17 +27,24 @@ How a run works
 
 Writing a benchmark plugin
 --------------------------
-Subclass :class:`Benchmark`, set ``name`` (and ``task`` for detectors), decorate with
-:func:`register_benchmark`, and implement ``configure``, ``plan`` (a generator is fine),
-``samples``, ``metrics`` and, when the defaults do not fit, ``load`` (returns a
-:class:`Sample`), ``predict`` (receives a :class:`Batch`), ``notes``, ``summary`` and ``text``
-(the ``robustlab show`` layout). The contract is documented on :class:`Benchmark`. The
-built-in families live in :mod:`robustlab.benchmarks`; other packages register theirs under
-the entry-point group ``robustlab.benchmarks``. Adding a benchmark never changes the executors.
+Subclass :class:`Benchmark`, set ``name`` (and ``task`` for detectors), declare its config as a
+frozen :class:`RunConfig` dataclass (``config_class``), decorate with :func:`register_benchmark`,
+and implement ``configure`` (returns the config), ``plan`` (a generator is fine; units are
+:class:`Unit`, their settings :class:`Setting`), ``samples``, ``metrics`` and, when the defaults do
+not fit, ``load`` (returns a :class:`Sample`) and ``predict`` (receives a :class:`Batch`). How its
+runs are shown (notes, summary, the ``robustlab show`` layout, a report section and headline) is
+a :class:`Presentation` registered with :func:`register_presentation` and named by the benchmark's
+``presentation``. The contract is documented on :class:`Benchmark`. The built-in families live in
+:mod:`robustlab.benchmarks` (their presentations in :mod:`robustlab.report`); other packages
+register theirs under the entry-point groups ``robustlab.benchmarks`` and
+``robustlab.presentations``. Adding a benchmark never changes the executors.
 """
 
 from ..lazy import lazy_exports
 from .benchmark import BENCHMARKS, Benchmark, MetricRow, Unit, get_benchmark, list_benchmarks, register_benchmark
+from .config import RunConfig, conditional
+from .presentation import PRESENTATIONS, HeadlineMetric, Presentation, register_presentation
+from .setting import Setting
 from .evaluation import EvaluationResult, compute_metrics, evaluate, load_result, opened_store
 from .records import Batch, Sample
 from .work import DataChangedError, UnitStream
@@ -53,7 +60,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "BENCHMARKS", "Batch", "Benchmark", "DataChangedError", "EXECUTORS", "EvaluationResult", "ExecutionStats",
-    "Executor", "LocalExecutor", "MetricRow", "Sample", "Unit", "UnitStream", "classify_batch", "compute_metrics",
-    "default_workers", "evaluate", "get_benchmark", "get_executor", "list_benchmarks", "load_result",
-    "opened_store", "register_benchmark", "top1_errors", "top5_errors",
+    "Executor", "HeadlineMetric", "LocalExecutor", "MetricRow", "PRESENTATIONS", "Presentation", "RunConfig", "Sample",
+    "Setting", "Unit", "UnitStream", "classify_batch", "compute_metrics", "conditional", "default_workers", "evaluate",
+    "get_benchmark", "get_executor", "list_benchmarks", "load_result", "opened_store", "register_benchmark",
+    "register_presentation", "top1_errors", "top5_errors",
 ]

@@ -11,60 +11,17 @@ import numpy as np
 
 from ..errors import InputError
 from ..registry import Registry
+from .config import RunConfig
+from .options.schema import Option, OptionSchema
+from .presentation import HeadlineMetric, MetricRow, metric_rows_text
 from .records import Batch, Sample, sample_id, source_fingerprint
-from .schema import Option, OptionSchema
+from .setting import Setting, unit_key
 
 if TYPE_CHECKING:
     import torch
 
-MetricRow = tuple[str, str, float]
-
-
-@dataclass(frozen=True)
-class HeadlineMetric:
-    """A metric a benchmark's runs are summarised by (its declaration: name, label, unit).
-
-    Attributes
-    ----------
-    name : str
-        The metric row (setting ``""``), e.g. ``"mce"``.
-    label : str
-        How summaries print it (``"mCE"``).
-    subset : str, optional
-        The row that stands for it when only part of the benchmark was evaluated (``"mce_subset"``).
-    percent : bool
-        Printed as percent (fractions and ratios: ``0.767`` is ``76.7``); else as a plain number.
-    compare : bool
-        A column of the report's comparison of interventions with their plain model.
-    setting : str or None
-        The setting of the row (``""``: the run's overall value; ``"shifted"``...; None: the
-        first row of that name whatever its setting).
-    """
-
-    name: str
-    label: str
-    subset: str | None = None
-    percent: bool = True
-    compare: bool = False
-    setting: str | None = ""
-
-    def value(self, metrics: Iterable[MetricRow]) -> tuple[float, bool] | None:
-        """``(value, from the subset row)`` in a run's metric rows, or None."""
-        rows = list(metrics)
-        for key, partial in ((self.name, False), (self.subset, True)):
-            found = [v for m, s, v in rows if key and m == key and (self.setting is None or s == self.setting)]
-            if found:
-                return float(found[0]), partial
-        return None
-
-    def text(self, metrics: Iterable[MetricRow]) -> str | None:
-        """``"mCE 76.7"`` (``"mCE (subset) 80.1"``), or None when the run has neither row."""
-        found = self.value(metrics)
-        if found is None:
-            return None
-        value, partial = found
-        return f"{self.label}{' (subset)' if partial else ''} {100 * value:.1f}" if self.percent else \
-            f"{self.label}{' (subset)' if partial else ''} {value:.4g}"
+__all__ = ["BENCHMARKS", "Benchmark", "HeadlineMetric", "MetricRow", "Unit", "benchmark_table", "get_benchmark",
+           "list_benchmarks", "metric_rows_text", "model_device", "model_input", "register_benchmark"]
 
 
 @dataclass(frozen=True)
@@ -76,16 +33,26 @@ class Unit:
     key : str
         Unique within the run and stable across runs, e.g. ``"fog/3/shard-0002"``; the store
         files the unit's predictions under it, and resume compares keys.
-    setting : str
-        The benchmark setting the unit belongs to (``"fog/3"``, ``"clean"``); metrics group
-        units by it.
+    setting : Setting
+        The benchmark setting the unit belongs to (``Setting("fog", 3)``, ``Setting("clean")``);
+        metrics group units by it. Given as a Setting or its text (``"fog/3"``).
     params : dict
         JSON-able facts the benchmark needs to rebuild the unit's samples.
     """
 
     key: str
-    setting: str
+    setting: Setting
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.setting, Setting):
+            object.__setattr__(self, "setting", Setting.parse(self.setting))
+
+    @classmethod
+    def of(cls, setting: Setting | str, shard: int, params: Mapping[str, Any] | None = None) -> Unit:
+        """Shard ``shard`` of ``setting``, keyed ``"<setting>/shard-NNNN"``."""
+        setting = Setting.parse(setting)
+        return cls(unit_key(setting, shard), setting, dict(params or {}))
 
 
 class Benchmark:
@@ -93,24 +60,26 @@ class Benchmark:
 
     Declarations (class attributes, the only record of each): ``name``, ``task``,
     ``runs_model``, ``options`` and ``option_hints`` (what it takes, see
-    :mod:`robustlab.engine.schema`), and how its runs are presented: ``family``,
-    ``family_title``, ``headline`` (:class:`HeadlineMetric`), with the hooks
-    :meth:`comparability` and :meth:`published_baseline`.
+    :mod:`robustlab.engine.options`), ``config_class`` (the frozen dataclass its config is, see
+    :mod:`robustlab.engine.config`) and ``presentation`` (the name of the registered
+    :class:`~robustlab.engine.presentation.Presentation` that shows its runs: notes, summary, the
+    ``robustlab show`` layout, its report section and headline).
 
     Hooks, in the order :func:`robustlab.evaluate` calls them:
 
     ``evaluation_options(options, device) -> dict``
         The given options with device-dependent defaults filled in (default: unchanged).
-    ``configure(data, **options) -> dict``
-        Gets every declared option (given or default) and returns the run's config: a JSON-able
-        dict of everything that changes the results (data path, settings, seeds, class map...).
-        It is hashed into the run id, so two calls with the same meaning must return equal dicts.
+    ``configure(data, **options) -> config_class``
+        Gets every declared option (given or default) and returns the run's config: a
+        :attr:`config_class` of everything that changes the results (data path, settings, seeds,
+        class map...). Its stored form (``to_dict``) is hashed into the run id, so two calls with the
+        same meaning must return equal configs.
     ``related_runs(config) -> {alias: run id}``
         Other stored runs the metrics need (e.g. a clean run for ImageNet-C); default none. The
-        engine checks they exist before the run is registered; when ``alias`` is a config key
+        engine checks they exist before the run is registered; when ``alias`` is a config field
         holding that id (e.g. ``clean_run``), it replaces the value by the full id.
     ``dataset_id(config) -> str``
-        The dataset's identity stored with the run (default ``config["data"]``).
+        The dataset's identity stored with the run (default ``config.data``).
     ``plan(config) -> iterable of Unit``
         The run's units, in execution order. May be a generator: the engine walks it lazily
         (the first batch runs while later units are still being planned), so list folders as
@@ -139,14 +108,8 @@ class Benchmark:
         (``related``: the same for each related run); uses :mod:`robustlab.metrics`. Never
         called inside the inference loop.
 
-    When a stored result is read (:func:`robustlab.engine.load_result`, ``robustlab show``):
-
-    ``notes(config, metrics) -> list[str]``
-        Human-readable remarks for the result (e.g. why relative mCE is unavailable).
-    ``summary(config, metrics) -> dict``
-        A structured view of the metrics for ``robustlab show`` and ``to_dict``.
-    ``text(config, summary, metrics) -> list[str]``
-        The ``robustlab show`` layout.
+    A stored result is shown by the benchmark's presentation (:func:`robustlab.engine.load_result`,
+    ``robustlab show``, the report), which gets the config rebuilt by :meth:`config_of`.
     """
 
     name: ClassVar[str] = ""
@@ -154,41 +117,31 @@ class Benchmark:
     #: False for a benchmark that scores results made elsewhere and never runs a model: its
     #: model is only a name (not built, not hashed into the run's identity).
     runs_model: ClassVar[bool] = True
-    #: The options it takes (:class:`~robustlab.engine.schema.Option`: name, type, default, help,
+    #: The options it takes (:class:`~robustlab.engine.options.Option`: name, type, default, help,
     #: validation). :meth:`configure` gets exactly these, defaults filled in; the command line's
     #: ``--help`` for this benchmark lists them.
     options: ClassVar[tuple[Option, ...]] = ()
     #: ``{option it does not take: why, and what to give instead}`` (``{name}``: the benchmark's).
     option_hints: ClassVar[dict[str, str]] = {}
-    #: How its runs are presented. ``family``: the report section (and summary headline) that
-    #: shows them, shared by the benchmarks of one family ("": the report's generic section);
-    #: ``family_title``: that section's title where the report has no section of its own for the
-    #: family; ``headline``: the metrics its runs are summarised by, the first being the headline.
-    family: ClassVar[str] = ""
-    family_title: ClassVar[str] = ""
+    #: The frozen dataclass its config is (a :class:`~robustlab.engine.config.RunConfig`).
+    config_class: ClassVar[type[RunConfig]] = RunConfig
+    #: The registered presentation of its runs ("": the generic one, every metric row).
+    presentation: ClassVar[str] = ""
     #: Modules the local executor's loading workers import before their first task (the kernels
     #: its ``load`` calls), so that workers start ready.
     worker_modules: ClassVar[tuple[str, ...]] = ()
-    headline: ClassVar[tuple[HeadlineMetric, ...]] = ()
 
     @classmethod
     def schema(cls) -> OptionSchema:
-        """Its options as an :class:`~robustlab.engine.schema.OptionSchema`."""
+        """Its options as an :class:`~robustlab.engine.options.OptionSchema`."""
         return OptionSchema(f"benchmark {cls.name!r}", cls.options,
                             {k: v.format(name=cls.name) for k, v in cls.option_hints.items()})
 
-    def comparability(self, config: Mapping[str, Any]) -> str | None:
-        """A label for its ratios when they compare with nothing published (e.g. errors on the
-        user's own data divided by AlexNet's published ImageNet errors: ``"vs published AlexNet
-        (ImageNet), not comparable"``); None when they do, or when it reports no ratios."""
-        return None
+    def config_of(self, stored: Mapping[str, Any] | RunConfig) -> RunConfig:
+        """Its config from a stored form (a run record's ``config``)."""
+        return self.config_class.from_dict(stored)
 
-    def published_baseline(self, config: Mapping[str, Any]) -> str | None:
-        """What its ratios divide by when no baseline run is given (``"published AlexNet"``);
-        None when it reports no such ratios (e.g. CIFAR-10-C: no published baseline)."""
-        return None
-
-    def example(self, config: Mapping[str, Any], setting: str) -> np.ndarray | None:
+    def example(self, config: RunConfig, setting: Setting) -> np.ndarray | None:
         """One image of ``setting`` as the run saw it (uint8 HxWx3), for the report's example grids;
         None when there is none to show (the default)."""
         return None
@@ -199,28 +152,33 @@ class Benchmark:
         :meth:`configure`. Default: unchanged. ``imagenet-c`` picks its corruption backend here."""
         return options
 
-    def config_for(self, data: str | Any, **options: Any) -> dict[str, Any]:
+    def config_for(self, data: str | Any, **options: Any) -> RunConfig:
         """The run config of ``data`` with ``options``: options it does not declare are refused
         (with a did-you-mean from :meth:`schema`), the others resolved with their defaults and
         passed to :meth:`configure`. What :func:`robustlab.evaluate` calls."""
-        return self.configure(str(data), **self.schema().resolve(options))
+        config = self.configure(str(data), **self.schema().resolve(options))
+        if not isinstance(config, self.config_class):
+            raise InputError(f"benchmark {self.name!r}: configure returned a {type(config).__name__}, not its config "
+                             f"class {self.config_class.__name__}: return {self.config_class.__name__}(...) (a frozen "
+                             "dataclass, see docs/extending.md), and declare it as config_class.")
+        return config
 
-    def configure(self, data: str, **options: Any) -> dict[str, Any]:  # pragma: no cover - abstract
+    def configure(self, data: str, **options: Any) -> RunConfig:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def dataset_id(self, config: Mapping[str, Any]) -> str:
-        return str(config["data"])
+    def dataset_id(self, config: RunConfig) -> str:
+        return str(config.data)
 
-    def plan(self, config: Mapping[str, Any]) -> Iterable[Unit]:  # pragma: no cover - abstract
+    def plan(self, config: RunConfig) -> Iterable[Unit]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def samples(self, config: Mapping[str, Any], unit: Unit):  # pragma: no cover - abstract
+    def samples(self, config: RunConfig, unit: Unit):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def fingerprint(self, config: Mapping[str, Any], unit: Unit, samples: Any, mode: str = "stat") -> str:
+    def fingerprint(self, config: RunConfig, unit: Unit, samples: Any, mode: str = "stat") -> str:
         return source_fingerprint(samples, mode)
 
-    def shared_reads(self, config: Mapping[str, Any], unit: Unit) -> str | None:
+    def shared_reads(self, config: RunConfig, unit: Unit) -> str | None:
         """A name for the images this unit's samples are made from, when other units of the run
         make theirs from the same images (default None: its own).
 
@@ -233,36 +191,39 @@ class Benchmark:
         the type of the sample set beyond what it reads."""
         return None
 
-    def reads_files(self, config: Mapping[str, Any]) -> bool:
+    def reads_files(self, config: RunConfig) -> bool:
         """Whether this run's samples are image files read as they are (the default ``load`` on a
         folder of files, no change made to them in the loading workers), so that ``--decode gpu``
         may decode them on the device instead (default False)."""
         return False
 
-    def num_classes(self, config: Mapping[str, Any]) -> int | None:
-        """Number of logits the model must return (checked per batch), None to skip the check."""
-        return config.get("num_classes")
+    def num_classes(self, config: RunConfig) -> int | None:
+        """Number of logits the model must return (checked per batch), None to skip the check
+        (default: the config's ``num_classes`` when its class declares one)."""
+        return getattr(config, "num_classes", None)
 
     def load(self, samples, i: int, prepare) -> Sample:
         from ..data.classification import read_prepared
 
         return Sample(sample_id(samples, i), int(samples.labels[i]), read_prepared(samples, i, prepare))
 
-    def predict(self, model: torch.nn.Module, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def predict(self, model: torch.nn.Module, batch: Batch, config: RunConfig) -> dict[str, np.ndarray]:
         return self.classify(model, model_input(model, batch), config)
 
-    def classify(self, model: torch.nn.Module, x: torch.Tensor, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def classify(self, model: torch.nn.Module, x: torch.Tensor, config: RunConfig) -> dict[str, np.ndarray]:
         """The prediction columns of a classifier on ``x`` (float NCHW in [0, 1] on the model's
         device): ``top5_index`` int32 (N, k), ``top5_score`` float32 (N, k) softmax scores, and
-        ``logits`` float32 (N, classes) with ``save_logits``; ``k`` is the config's ``top_k`` (5).
-        A model that names its classes (zero-shot, ``hf:``) first adapts to :meth:`class_names`."""
+        ``logits`` float32 (N, classes) with ``save_logits``; ``k`` is the config's ``top_k`` (5 when
+        its class declares none). A model that names its classes (zero-shot, ``hf:``) first adapts
+        to :meth:`class_names`."""
         from .classification import classify_batch
 
         model = self.for_data_classes(model, config)
-        return classify_batch(model, x, top_k=int(config.get("top_k", 5)), save_logits=bool(config.get("save_logits")),
+        return classify_batch(model, x, top_k=int(getattr(config, "top_k", 5)),
+                              save_logits=bool(getattr(config, "save_logits", False)),
                               num_classes=self.num_classes(config))
 
-    def class_names(self, config: Mapping[str, Any]) -> tuple[str, ...] | None:
+    def class_names(self, config: RunConfig) -> tuple[str, ...] | None:
         """The data's class names in label order (ImageNet's wnids for ImageNet data), for models that
         name their classes (:mod:`robustlab.models.label_space`); default: the ``classes`` of the first
         unit's samples, None when they have none."""
@@ -270,45 +231,29 @@ class Benchmark:
         names = getattr(self.samples(config, first), "classes", None) if first is not None else None
         return tuple(names) if names else None
 
-    def for_data_classes(self, model: Any, config: Mapping[str, Any]) -> Any:
+    def for_data_classes(self, model: Any, config: RunConfig) -> Any:
         """``model`` adapted to :meth:`class_names` when it names its classes (looked up once per config)."""
         if getattr(model, "for_class_names", None) is None:
             return model
         from ..models.label_space import for_class_names
 
-        key = json.dumps(config, sort_keys=True, default=str)
+        key = json.dumps(config.to_dict(), sort_keys=True, default=str)
         known = self.__dict__.setdefault("_class_names", {})
         if key not in known:
             known[key] = self.class_names(config)
         return for_class_names(model, known[key])
 
-    def related_runs(self, config: Mapping[str, Any]) -> dict[str, str]:
+    def related_runs(self, config: RunConfig) -> dict[str, str]:
         """Other stored runs whose predictions the metrics need, as ``{alias: run id}``.
 
-        The engine checks they exist before the run starts; when ``alias`` is a config key
+        The engine checks they exist before the run starts; when ``alias`` is a config field
         holding that id (e.g. ``clean_run``), it replaces the value by the full id (users may
         give a prefix). :meth:`metrics` gets ``related[alias]``."""
         return {}
 
-    def metrics(self, config: Mapping[str, Any], predictions: Mapping[str, Mapping[str, np.ndarray]],
+    def metrics(self, config: RunConfig, predictions: Mapping[str, Mapping[str, np.ndarray]],
                 related: Mapping[str, Mapping[str, Mapping[str, np.ndarray]]] | None = None) -> list[MetricRow]:  # pragma: no cover
         raise NotImplementedError
-
-    def notes(self, config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
-        return []
-
-    def summary(self, config: Mapping[str, Any], metrics: Iterable[MetricRow]) -> dict[str, Any]:
-        return {}
-
-    def text(self, config: Mapping[str, Any], summary: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
-        """The lines ``robustlab show`` prints between the run's header and its notes (default:
-        every metric row). Families override it with their own layout (percent, as the papers)."""
-        return metric_rows_text(metrics)
-
-
-def metric_rows_text(metrics: Iterable[MetricRow]) -> list[str]:
-    """Every metric row as ``name  setting  value`` (the fallback layout)."""
-    return [f"{name:<24}{setting:<24}{value:.6g}" for name, setting, value in metrics]
 
 
 def model_input(model: Any, batch: Batch):
@@ -339,10 +284,21 @@ def model_device(model: Any) -> torch.device:
 BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", entry_points="robustlab.benchmarks")
 
 
+#: Members a benchmark had before its presentation became its own object: a class that still defines
+#: them is refused with what to do instead (they would no longer be called).
+MOVED_TO_PRESENTATION = ("notes", "summary", "text", "comparability", "published_baseline", "family", "family_title",
+                         "headline")
+
+
 def register_benchmark(cls: type[Benchmark]) -> type[Benchmark]:
     """Class decorator: register a :class:`Benchmark` subclass under its ``name``."""
     if not cls.name:
         raise InputError(f"benchmark class {cls.__name__} needs a non-empty name.")
+    moved = [m for m in MOVED_TO_PRESENTATION if any(m in vars(k) for k in cls.__mro__ if k is not Benchmark)]
+    if moved:
+        raise InputError(f"benchmark class {cls.__name__} defines {', '.join(moved)}: how runs are presented is a "
+                         "Presentation of its own (robustlab.engine.presentation): move them there, register it with "
+                         "register_presentation and name it in the benchmark's presentation (see docs/extending.md).")
     BENCHMARKS.add(cls.name, cls)
     return cls
 
@@ -359,24 +315,16 @@ def list_benchmarks() -> list[str]:
     return BENCHMARKS.names()
 
 
-def benchmark_family(name: str) -> str:
-    """The presentation family of the benchmark ``name`` ("" for its own, generic presentation or
-    a benchmark this robustlab does not know)."""
-    from ..errors import RobustlabError
-
-    try:
-        return BENCHMARKS.get(name).family
-    except RobustlabError:
-        return ""
-
-
 def benchmark_table() -> str:
     """The registered benchmarks as a Markdown table (name, family, task, headline, options), for
     the documentation (every benchmark module is imported)."""
+    from .presentation import presentation_class
+
     lines = ["| benchmark | family | task | headline | options |", "|---|---|---|---|---|"]
     for name in list_benchmarks():
         cls = BENCHMARKS.get(name)
-        head = ", ".join(h.label for h in cls.headline) or "–"
+        shown = presentation_class(cls)
+        head = ", ".join(h.label for h in shown.headline) or "–"
         options = ", ".join(f"`{o.name}`" for o in cls.schema()) or "–"
-        lines.append(f"| `{name}` | {cls.family or '–'} | {cls.task} | {head} | {options} |")
+        lines.append(f"| `{name}` | {shown.family_name() or '–'} | {cls.task} | {head} | {options} |")
     return "\n".join(lines)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import re
+import functools
 import math
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -16,8 +17,10 @@ from ..environment import describe_differences, distinct_environments
 from ..errors import InputError
 from ..models.preprocessing import Preprocessing
 from .benchmark import Benchmark, MetricRow, get_benchmark
+from .config import RunConfig
+from .options.schema import OptionSchema
+from .presentation import presentation_of
 from .runtime import RunOptions
-from .schema import OptionSchema
 
 
 @dataclass
@@ -29,7 +32,8 @@ class EvaluationResult:
     run_id : str
     model, benchmark, dataset : str
     config : dict
-        The run's options (corruptions, severities, ...), as stored.
+        The run's options (corruptions, severities, ...), as stored (:attr:`run_config`: as its
+        benchmark's config dataclass).
     status : str
         ``complete`` once every unit and the metrics are stored.
     metrics : list of (name, setting, value)
@@ -67,6 +71,17 @@ class EvaluationResult:
     executor: str = ""
     environments: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+
+    @functools.cached_property
+    def run_config(self) -> RunConfig | None:
+        """:attr:`config` as its benchmark's config dataclass (None when this robustlab does not know
+        the benchmark, or when another version wrote a config this one cannot read)."""
+        from ..errors import RobustlabError
+
+        try:
+            return get_benchmark(self.benchmark).config_of(self.config or {})
+        except (RobustlabError, TypeError):
+            return None
 
     def metric(self, name: str, setting: str = "") -> float:
         """One metric value, e.g. ``result.metric("mce")`` or ``result.metric("error", "fog/3")``."""
@@ -224,16 +239,16 @@ def evaluate(model: object, benchmark: str | Benchmark, data: str | Path, *, sto
     if bench.runs_model:
         name = model_key(model, model_options)
         loaded = identify(model, preprocessing, num_classes, wrap, device)
-        config["model_hash"] = loaded.digest  # the model's content: a changed model is a new run
-        check_budget(loaded.model, preprocessing, batch_size, runner, config.get("max_pixels"))
+        config = config.replace(model_hash=loaded.digest)  # the model's content: a changed model is a new run
+        check_budget(loaded.model, preprocessing, batch_size, runner, config.max_pixels)
         check_run_options(run_options, bench, config, device, runner)
     else:  # the benchmark reads results made elsewhere: the model is only a name
         name = model if isinstance(model, str) else model_key(model, model_options)
     spec = {"spec": model if isinstance(model, str) else name, **{k: v for k, v in model_options.items() if v is not None}}
     with opened_store(store) as st:
-        resolve_related_runs(st, bench, config)
+        config = resolve_related_runs(st, bench, config)
         known = {r.id for r in st.list_runs(benchmark=bench.name, model=name)}
-        run_id = st.register_run(name, bench.name, bench.dataset_id(config), config, spec)
+        run_id = st.register_run(name, bench.name, bench.dataset_id(config), config.to_dict(), spec)
         work = RunWork(st, run_id, bench, config, fingerprint, known)
         stats, keys = work.compute(lambda: _model_ref(model, preprocessing, num_classes, device, wrap, loaded),
                                    runner, batch_size=batch_size, progress=progress)
@@ -283,25 +298,25 @@ def split_options(bench: Benchmark, executor: Any, options: Mapping[str, Any]) -
 
 def run_config(bench: Benchmark, data: str | Path, options: Mapping[str, Any], device: str | None, *,
                tag: str | None = None, max_pixels: int | None = None,
-               run_options: RunOptions | None = None) -> dict[str, Any]:
+               run_options: RunOptions | None = None) -> RunConfig:
     """The run's config: the benchmark's (from its options, with device-dependent defaults), plus the
     ``tag``, ``max_pixels`` and run options (precision, ...) that are part of any run's identity when
     given (the defaults add nothing, so runs stored before them keep their ids)."""
     config = bench.config_for(data, **bench.evaluation_options(dict(options), device))
     if run_options is not None:
-        config.update(run_options.config())
+        config = config.replace(**run_options.config())
     if tag is not None:
         if not isinstance(tag, str) or not tag.strip():
             raise InputError(f"tag must be a non-empty string; got {tag!r}.")
-        config["tag"] = tag
+        config = config.replace(tag=tag)
     if max_pixels is not None:  # which images are skipped as too large changes the numbers
         from ..data.images import check_max_pixels
 
-        config["max_pixels"] = check_max_pixels(max_pixels)
+        config = config.replace(max_pixels=check_max_pixels(max_pixels))
     return config
 
 
-def check_run_options(options: RunOptions, bench: Benchmark, config: Mapping[str, Any], device: str | None,
+def check_run_options(options: RunOptions, bench: Benchmark, config: RunConfig, device: str | None,
                       runner: Any) -> None:
     """Refuse, before the run is registered, run options that cannot run here (see
     :meth:`RunOptions.check`); ``--decode gpu`` runs with the local executor only."""
@@ -315,13 +330,14 @@ def check_run_options(options: RunOptions, bench: Benchmark, config: Mapping[str
     options.check(select_device(device), reads_files=bench.reads_files(config))
 
 
-def resolve_related_runs(store, bench: Benchmark, config: dict[str, Any]) -> None:
-    """Fail early when a run the metrics need is missing; a config key holding a run id prefix
-    (``clean_run``) becomes the full id."""
+def resolve_related_runs(store, bench: Benchmark, config: RunConfig) -> RunConfig:
+    """``config`` after failing early when a run the metrics need is missing; a config field holding
+    a run id prefix (``clean_run``) gets the full id."""
     for key, ref in bench.related_runs(config).items():
         full_id = store.get_run(ref).id
-        if config.get(key) == ref:
-            config[key] = full_id
+        if key in config.field_names() and getattr(config, key) == ref and full_id != ref:
+            config = config.replace(**{key: full_id})
+    return config
 
 
 def _model_ref(model: object, preprocessing: Any, num_classes: int | None, device: str | None, wrap: Any, loaded):
@@ -338,7 +354,7 @@ class RunWork:
     """The pending units of a registered run, computed under a :class:`~robustlab.engine.leases.RunHolder`
     (other drivers on the same store share the units, see :mod:`robustlab.engine.leases`)."""
 
-    def __init__(self, store, run_id: str, bench: Benchmark, config: Mapping[str, Any], fingerprint: str,
+    def __init__(self, store, run_id: str, bench: Benchmark, config: RunConfig, fingerprint: str,
                  known: set[str]) -> None:
         self.store, self.run_id, self.bench, self.config = store, run_id, bench, config
         self.fingerprint, self.known = fingerprint, known
@@ -380,7 +396,7 @@ class RunWork:
         return stats, stream.keys
 
 
-def finish_run(store, run_id: str, bench: Benchmark, config: Mapping[str, Any], keys: list[str], *,
+def finish_run(store, run_id: str, bench: Benchmark, config: RunConfig, keys: list[str], *,
                pending: bool) -> EvaluationResult:
     """Compute the metrics when they are missing (or units were just computed) and return the stored result."""
     record = store.get_run(run_id)
@@ -477,13 +493,15 @@ def skipped_fix(message: str) -> str:
     return ("Fix or replace the files, then evaluate again with --tag NAME (the data changed).")
 
 
-def compute_metrics(store, run_id: str, benchmark: Benchmark, config: Mapping[str, Any], unit_keys: list[str]) -> None:
+def compute_metrics(store, run_id: str, benchmark: Benchmark, config: RunConfig | Mapping[str, Any],
+                    unit_keys: list[str]) -> None:
     """Recompute a run's metrics from its stored predictions and mark it complete."""
     predictions = store.read_predictions(run_id, unit_keys, lazy=True)
     missing = sorted(set(unit_keys) - set(predictions))
     if missing:
         raise InputError(f"run {run_id} is missing {len(missing)} units (e.g. {missing[0]}); evaluate again to "
                          "finish it before computing metrics.")
+    config = benchmark.config_of(config)
     related = {alias: store.read_predictions(rid, lazy=True) for alias, rid in benchmark.related_runs(config).items()}
     rows = benchmark.metrics(config, predictions, related)
     store.put_metrics(run_id, rows)
@@ -510,8 +528,9 @@ def load_result(store, run: str, *, benchmark: Benchmark | None = None) -> Evalu
     notes: list[str] = [f"run is {record.status}: no metrics yet; evaluate again to finish it."]
     if metrics and bench is not None:
         try:
-            summary, notes = bench.summary(record.config, metrics), bench.notes(record.config, metrics)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:  # stored by another robustlab version
+            config, shown = bench.config_of(record.config), presentation_of(bench)
+            summary, notes = shown.summary(config, metrics), shown.notes(config, metrics)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # stored by another version
             summary, notes = {}, []
             notices.append(f"this run was stored by another robustlab version; its summary cannot be rebuilt "
                            f"({type(exc).__name__}: {exc}), so the metric rows are shown as stored.")

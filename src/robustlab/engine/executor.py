@@ -36,8 +36,9 @@ from ..data.jobs import cap_workers
 from ..errors import InputError
 from ..registry import Registry
 from .benchmark import Benchmark
+from .config import RunConfig
 from .progress import RunProgress, run_progress
-from .schema import Option, OptionSchema
+from .options.schema import Option, OptionSchema
 from .work import (
     BatchTask,
     SharedSources,
@@ -201,7 +202,7 @@ class Executor:
         refused with a did-you-mean, the others passed to the constructor with their defaults."""
         return cls(**cls.schema().resolve(options))
 
-    def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
+    def run(self, model: ModelRef, benchmark: Benchmark, config: RunConfig, stream: UnitStream, store, run_id: str, *,
             batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating") -> ExecutionStats:
         raise NotImplementedError  # pragma: no cover - abstract
 
@@ -334,7 +335,7 @@ class BatchRunner:
     batch before it are waited for, so the device is never idle between two batches. A batch's
     slot is given back once its results are in (its copy is then certainly done)."""
 
-    def __init__(self, benchmark: Benchmark, net: Any, config: dict, device: Any, ledger: UnitLedger,
+    def __init__(self, benchmark: Benchmark, net: Any, config: RunConfig, device: Any, ledger: UnitLedger,
                  stats: ExecutionStats, start: float) -> None:
         import torch
 
@@ -416,7 +417,7 @@ class LocalExecutor(Executor):
             raise InputError(f"workers must be 0 or more; got {workers!r}.")
         self.workers = cap_workers(int(workers))
 
-    def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
+    def run(self, model: ModelRef, benchmark: Benchmark, config: RunConfig, stream: UnitStream, store, run_id: str, *,
             batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating",
             loaded=None) -> ExecutionStats:
         batch_size = check_batch_size(batch_size)
@@ -435,7 +436,7 @@ class LocalExecutor(Executor):
         stats = ExecutionStats()
         start = time.perf_counter()
         workers = self.workers
-        prepare = ImagePreparer.of(net, config.get("max_pixels"), options.decode)
+        prepare = ImagePreparer.of(net, config.max_pixels, options.decode)
         size = slot_bytes(prepare, batch_size)
         with run_progress(description, progress) as bar, SharedSources() as shared, \
                 SlotArena(slot_count(workers, size), size, shared=bool(workers)) as arena:

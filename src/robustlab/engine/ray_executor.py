@@ -42,6 +42,7 @@ from typing import Any
 
 from ..errors import InputError, RobustlabError
 from .benchmark import Benchmark
+from .config import RunConfig
 from .events import EventLog
 from .executor import (
     ExecutionStats,
@@ -55,7 +56,7 @@ from .executor import (
 )
 from .options import parse_actors
 from .progress import run_progress
-from .schema import Option
+from .options.schema import Option
 from .ray_cluster import (
     ACTOR_NAMESPACE,
     ACTOR_PREFIX,
@@ -101,7 +102,7 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> RayAddres
 class InferenceActor:
     """Loads the model once; turns loaded batches into prediction columns."""
 
-    def __init__(self, model: ModelRef, benchmark: Benchmark, config: dict, threads: int | None = None) -> None:
+    def __init__(self, model: ModelRef, benchmark: Benchmark, config: RunConfig, threads: int | None = None) -> None:
         import ray
         import torch
 
@@ -207,7 +208,7 @@ class RayExecutor(Executor):
             time.sleep(2.0 * attempt)  # the proxy could not start this client's server: ask again
             attempt += 1
 
-    def run(self, model: ModelRef, benchmark: Benchmark, config: dict, stream: UnitStream, store, run_id: str, *,
+    def run(self, model: ModelRef, benchmark: Benchmark, config: RunConfig, stream: UnitStream, store, run_id: str, *,
             batch_size: int = 64, progress: str | bool | None = None, description: str = "evaluating") -> ExecutionStats:
         batch_size = check_batch_size(batch_size)
         ray = self.ray
@@ -256,7 +257,7 @@ class RayExecutor(Executor):
         prepare, error = ray.get(first)
         if error is not None:
             raise_recorded(error)
-        prepare = dataclasses.replace(prepare, max_pixels=config.get("max_pixels"))
+        prepare = dataclasses.replace(prepare, max_pixels=config.max_pixels)
         load = ray.remote(load_remote).options(num_cpus=1, max_retries=3)
         bench_ref, prepare_ref = ray.put(benchmark), ray.put(prepare)
         stats = ExecutionStats()
@@ -339,7 +340,7 @@ class _ActorPool:
     """The run's inference actors: created spread over the nodes, named so that other robustlab
     drivers can count what they hold; each batch goes to the live actor with the fewest in flight."""
 
-    def __init__(self, ray, plan: ActorPlan, model: ModelRef, benchmark: Benchmark, config: dict,
+    def __init__(self, ray, plan: ActorPlan, model: ModelRef, benchmark: Benchmark, config: RunConfig,
                  threads: int | None) -> None:
         self.ray = ray
         kind = "gpu" if plan.gpu else "cpu"

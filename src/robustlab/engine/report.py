@@ -1,7 +1,7 @@
 """Plain-text report of a run (``robustlab show`` and ``EvaluationResult.table``).
 
 The header (run, benchmark, model, data, status), then the benchmark family's own layout
-(:meth:`robustlab.engine.Benchmark.text`: per-corruption CE, flip rates per perturbation and
+(its presentation's :meth:`~robustlab.engine.presentation.Presentation.text`: per-corruption CE, flip rates per perturbation and
 difficulty, the pm-k curve, P / mPC / rPC per corruption, accuracy per epsilon...), then the
 notes and skipped samples. Numbers are printed as percentages, as the papers do.
 """
@@ -13,7 +13,9 @@ from typing import Any
 
 from ..environment import summarize
 from ..errors import RobustlabError
-from .benchmark import get_benchmark, metric_rows_text
+from .benchmark import get_benchmark
+from .config import RunConfig
+from .presentation import metric_rows_text, presentation_of
 
 
 def pct(value: Any, digits: int = 1) -> str:
@@ -32,8 +34,9 @@ def format_result(result) -> str:
         lines.append(f"environment: {summarize(environments[0])}")
     elif environments:
         lines.append(f"environments: {len(environments)} (see the note below)")
-    if isinstance(result.config, dict) and result.config.get("model_hash"):
-        lines.append(f"model hash {result.config['model_hash']}")
+    model_hash = stored_model_hash(result.config)
+    if model_hash:
+        lines.append(f"model hash {model_hash}")
     try:
         bench = get_benchmark(result.benchmark)
     except RobustlabError:  # not installed here: load_result's notes say so
@@ -41,9 +44,9 @@ def format_result(result) -> str:
     body: list[str] = []
     if result.metrics:
         try:
-            body = bench.text(result.config, result.summary, result.metrics) if bench and result.summary is not None \
-                else metric_rows_text(result.metrics)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:  # a run stored by another robustlab version
+            body = presentation_of(bench).text(bench.config_of(result.config), result.summary, result.metrics) \
+                if bench and result.summary is not None else metric_rows_text(result.metrics)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # stored by another version
             body = [f"notice: this run's stored metrics do not have the layout this robustlab version expects "
                     f"({type(exc).__name__}: {exc}); its metric rows follow as stored."] + metric_rows_text(result.metrics)
     if body:
@@ -54,6 +57,16 @@ def format_result(result) -> str:
     if result.problems:
         lines.append(f"{len(result.problems)} samples skipped, e.g. {result.problems[0][1]}: {result.problems[0][2]}")
     return "\n".join(lines).rstrip()
+
+
+def stored_model_hash(config: Any) -> str | None:
+    """The ``model_hash`` a stored config records (any benchmark's, also one this robustlab does not know)."""
+    if not isinstance(config, dict):
+        return None
+    try:
+        return RunConfig.from_dict(config).model_hash
+    except TypeError:  # a config without data: written by something else
+        return None
 
 
 def text_table(columns: list[str], rows: list[list[str]], *, first_width: int | None = None) -> list[str]:

@@ -24,7 +24,6 @@ refused with what works instead.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,8 @@ from ..errors import InputError, unknown_name
 
 if TYPE_CHECKING:
     import torch
+
+    from .config import RunConfig
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 DECODERS = ("cpu", "gpu")
@@ -65,8 +66,9 @@ class RunOptions:
         return cls(**{k: v for k, v in given.items() if v is not None})
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> RunOptions:
-        return cls.of(**{k: config.get(k) for k in KEYS})
+    def from_config(cls, config: RunConfig) -> RunOptions:
+        """The run options a run's config records (the defaults where it records none)."""
+        return cls.of(config.precision, config.channels_last, config.compile, config.decode)
 
     def config(self) -> dict[str, Any]:
         """The options that differ from the defaults, for the run's config (its identity)."""

@@ -31,6 +31,7 @@ import numpy as np
 from ..environment import environment_record
 from ..errors import DataError, InputError, ModelError, RobustlabError
 from .benchmark import Benchmark, Unit
+from .config import RunConfig
 from .records import Batch, PixelSink, collate, sample_id
 
 #: Fingerprint modes: file sizes and modification times (default, cheap), or content hashes.
@@ -84,7 +85,7 @@ class UnitStream:
     (:meth:`verify`).
     """
 
-    def __init__(self, benchmark: Benchmark, config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]],
+    def __init__(self, benchmark: Benchmark, config: RunConfig, stored: Mapping[str, Mapping[str, Any]],
                  *, fingerprint: str = "stat", claim: Callable[[str], str] | None = None) -> None:
         if fingerprint not in FINGERPRINT_MODES:
             raise DataError(f"fingerprint must be one of {', '.join(FINGERPRINT_MODES)}; got {fingerprint!r}.")
@@ -277,7 +278,7 @@ def raise_recorded(error: tuple[str, str]) -> None:
     raise cls(message)
 
 
-def predict_batch(benchmark: Benchmark, model: Any, batch: Batch, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def predict_batch(benchmark: Benchmark, model: Any, batch: Batch, config: RunConfig) -> dict[str, np.ndarray]:
     """``benchmark.predict`` on a batch, under the run's precision (:mod:`robustlab.engine.runtime`);
     an exception other than a robustlab error becomes a ModelError naming the model, the unit and
     the batch's samples."""

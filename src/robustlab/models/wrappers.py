@@ -299,7 +299,7 @@ class WrapperKind:
 
 
 def _scales(text: str) -> tuple[float, ...]:
-    return tuple(float(v) for v in text.split("/") if v)
+    return tuple(float(v) for v in re.findall(r"[^/]+", text))
 
 
 WRAPPERS: dict[str, WrapperKind] = {

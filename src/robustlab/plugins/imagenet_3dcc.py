@@ -20,27 +20,29 @@ section.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from robustlab.benchmarks.corruption import CLEAN, corruption_unit_samples, folder_units
+from robustlab.benchmarks.corruption_config import CLEAN, ReleasedConfig
+from robustlab.benchmarks.corruption_units import classes_per_unit, corruption_unit_samples, folder_units
 from robustlab.corruptions.checks import parse_severities
 from robustlab.data.classification import resolve_class_map
 from robustlab.data.releases.consistency import check_released_settings, layout_notes, layout_summary
-from robustlab.engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, register_benchmark
+from robustlab.engine.benchmark import Benchmark, MetricRow, Unit, register_benchmark
 from robustlab.engine.classification import error_rows, setting_counts
 from robustlab.engine.options import (ALLOW_INCOMPLETE, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, LIMIT, SAVE_LOGITS,
-                                      SEVERITIES, TOP_K, check_positive, class_map_config)
+                                      SEVERITIES, TOP_K, Option, check_positive, class_map_config)
+from robustlab.engine.presentation import HeadlineMetric, Presentation, register_presentation
 from robustlab.engine.report import text_table
-from robustlab.engine.schema import Option
+from robustlab.engine.setting import Setting, setting_of
 from robustlab.errors import DataError, unknown_name
 from robustlab.report import figures as F
 from robustlab.report.collect import Estimate, metric_table
-from robustlab.report.section_base import (ReportContext, Section, first_value, label, pct, register_headline,
-                                           register_section, short_path)
+from robustlab.report.section_base import ReportContext, Section, first_value, label, pct, short_path
 
 #: The 12 corruptions, in RobustBench's order (``CORRUPTIONS_3DCC``).
 CORRUPTIONS_3DCC = ("near_focus", "far_focus", "bit_error", "color_quant", "flash", "fog_3d", "h265_abr", "h265_crf",
@@ -102,14 +104,19 @@ def parse_corruptions(spec: str | Sequence[str] | None, available: Sequence[str]
     return [c for c in CORRUPTIONS_3DCC if c in names]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImageNet3DCCConfig(ReleasedConfig):
+    """An ``imagenet-3dcc`` run: the released folders (layout ``folders``) of the chosen corruptions and
+    severities, with the class map, the clean ImageNet val folder and what is stored per sample."""
+
+
 @register_benchmark
 class ImageNet3DCC(Benchmark):
     """ImageNet-3DCC's released folders (see the module docstring); its options are :attr:`options`."""
 
     name = "imagenet-3dcc"
-    family, family_title = FAMILY, "ImageNet-3DCC (3D common corruptions)"
-    headline = (HeadlineMetric("mean_accuracy", "mean acc.", "mean_accuracy_subset"),
-                HeadlineMetric("mce", "mCE", "mce_subset"))
+    config_class = ImageNet3DCCConfig
+    presentation = FAMILY
     options = (
         Option("corruptions", "str", help="3DCC corruptions, comma-separated, or all (default: each of the 12 the data "
                "holds): " + ", ".join(CORRUPTIONS_3DCC) + ".", flags=("-c",)),
@@ -117,44 +124,45 @@ class ImageNet3DCC(Benchmark):
     )
 
     def configure(self, data: str, *, corruptions, severities, class_map, clean_data, limit, classes_per_unit, top_k,
-                  save_logits, allow_incomplete) -> dict[str, Any]:
+                  save_logits, allow_incomplete) -> ImageNet3DCCConfig:
         root = Path(data).expanduser().resolve()
         if not root.is_dir():
             raise DataError(f"ImageNet-3DCC folder {root} does not exist; the layout is {LAYOUT}. Fetch it with: "
                             "robustlab data fetch imagenet-3dcc")
         chosen = parse_corruptions(corruptions, [p.name for p in root.iterdir() if p.is_dir()])
         sev = list(parse_severities(severities if severities is not None else "1-5"))
-        folders = {f"{c}/{s}": root / c / str(s) for c in chosen for s in sev}
+        folders = {str(Setting(c, s)): root / c / str(s) for c in chosen for s in sev}
         for setting, folder in folders.items():
             if not folder.is_dir():
                 raise DataError(f"ImageNet-3DCC folder {folder} is missing; fetch it (robustlab data fetch imagenet-3dcc "
-                                f"--parts {setting.split('/')[0]}) or leave it out with --corruptions/--severities.")
-        config: dict[str, Any] = {
-            "data": str(root), "layout": "folders", "corruptions": chosen, "severities": sev,
-            "class_map": class_map_config(class_map), "limit": check_positive("limit", limit),
-            "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
-            "top_k": check_positive("top_k", top_k), "save_logits": bool(save_logits),
-            "clean_data": str(Path(clean_data).expanduser().resolve()) if clean_data is not None else None,
-        }
-        report = check_released_settings(config, folders, allow_incomplete=bool(allow_incomplete),
-                                         release="imagenet-3dcc", what=f"the ImageNet-3DCC tree {root}")
-        config["num_classes"] = len(resolve_class_map(list(report.classes), config["class_map"])[1])
-        return config
+                                f"--parts {Setting.parse(setting).shift}) or leave it out with --corruptions/--severities.")
+        mapping = class_map_config(class_map)
+        limit = check_positive("limit", limit)
+        per_unit = check_positive("classes_per_unit", classes_per_unit)
+        checked = check_released_settings(folders, mapping, allow_incomplete=bool(allow_incomplete),
+                                          release="imagenet-3dcc", what=f"the ImageNet-3DCC tree {root}")
+        return ImageNet3DCCConfig(
+            data=str(root), layout="folders", corruptions=chosen, severities=sev, class_map=checked.class_map,
+            limit=limit, classes_per_unit=per_unit, top_k=check_positive("top_k", top_k),
+            save_logits=bool(save_logits),
+            clean_data=str(Path(clean_data).expanduser().resolve()) if clean_data is not None else None,
+            num_classes=len(resolve_class_map(list(checked.report.classes), checked.class_map)[1]),
+            incomplete=checked.incomplete, subset=checked.subset)
 
-    def plan(self, config: Mapping[str, Any]):
-        settings = (f"{c}/{s}" for c in config["corruptions"] for s in config["severities"])
-        return folder_units(((s, Path(config["data"], s)) for s in settings), config)
+    def plan(self, config: ImageNet3DCCConfig):
+        return folder_units(((s, Path(config.data, s.shift, str(s.level))) for s in config.settings()),
+                            classes_per_unit(config.limit, config.classes_per_unit), config.clean_data)
 
-    def samples(self, config: Mapping[str, Any], unit: Unit):
+    def samples(self, config: ImageNet3DCCConfig, unit: Unit):
         return corruption_unit_samples(config, unit)
 
-    def metrics(self, config, predictions, related=None) -> list[MetricRow]:
-        counts = setting_counts(predictions, {u: u.rsplit("/", 1)[0] for u in predictions})
+    def metrics(self, config: ImageNet3DCCConfig, predictions, related=None) -> list[MetricRow]:
+        counts = setting_counts(predictions, {u: setting_of(u) for u in predictions})
         rows = list(error_rows(counts))
         error = {s: e1 / n for s, (n, e1, _) in counts.items() if n}
         if CLEAN in error:
             rows.append(("clean_error", "", error[CLEAN]))
-        complete = {c: [error[f"{c}/{s}"] for s in range(1, 6)] for c in config["corruptions"]
+        complete = {c: [error[f"{c}/{s}"] for s in range(1, 6)] for c in config.corruptions
                     if all(f"{c}/{s}" in error for s in range(1, 6))}
         summary = summarize_3dcc(complete)
         rows += [("mean_error", c, v) for c, v in summary["mean_errors"].items()]
@@ -165,48 +173,10 @@ class ImageNet3DCC(Benchmark):
                 rows.append((f"{key}{suffix}", "", summary[key]))
         return rows
 
-    def notes(self, config, metrics) -> list[str]:
-        names = {(m, s) for m, s, _ in metrics}
-        notes = layout_notes(config)
-        missing = [c for c in CORRUPTIONS_3DCC if ("ce", c) not in names]
-        if missing and any(m == "error" for m, _, _ in metrics):
-            notes.append(f"mCE and the mean accuracy need the 12 corruptions at severities 1-5; missing "
-                         f"{', '.join(missing)}: the _subset values average the complete ones.")
-        notes.append(f"CE and mCE divide by {BASELINE_SOURCE}; the mean accuracy over the 60 cells is RobustBench's "
-                     "headline number, the mean error the paper's.")
-        if ("clean_error", "") not in names:
-            notes.append("no clean error: give --clean-data <ImageNet val folder>.")
-        return notes
-
-    def summary(self, config, metrics) -> dict[str, Any]:
-        t = {(m, s): v for m, s, v in metrics}
-        out: dict[str, Any] = {"clean_error": t.get(("clean_error", "")), **layout_summary(config), "corruptions": {
-            c: {"errors": {str(s): t.get(("error", f"{c}/{s}")) for s in config["severities"]},
-                "mean_error": t.get(("mean_error", c)), "ce": t.get(("ce", c))} for c in config["corruptions"]}}
-        for key in ("mean_accuracy", "mean_error", "mce"):
-            for name in (key, f"{key}_subset"):
-                if t.get((name, "")) is not None:
-                    out[name] = t[(name, "")]
-        return out
-
-    def text(self, config, summary, metrics) -> list[str]:
-        sev = list(config.get("severities", []))
-        rows = [[c, pct(row.get("ce"))] + [pct(row["errors"].get(str(s))) for s in sev] + [pct(row.get("mean_error"))]
-                for c, row in (summary.get("corruptions") or {}).items()]
-        lines = ["ImageNet-3DCC: top-1 errors and CE (%, CE vs AlexNet as RobustBench publishes it)"]
-        lines += text_table(["corruption", "CE"] + [f"s{s}" for s in sev] + ["mean"], rows, first_width=16)
-        lines.append("")
-        labels = {"clean_error": "clean error", "mean_accuracy": "mean accuracy (RobustBench)",
-                  "mean_accuracy_subset": "mean accuracy (subset)", "mean_error": "mean error (paper)",
-                  "mean_error_subset": "mean error (subset)", "mce": "mCE", "mce_subset": "mCE (subset)"}
-        lines += [f"{text:<34}{pct(summary[key]):>7}" for key, text in labels.items() if summary.get(key) is not None]
-        return lines
-
 
 # --- its report section ------------------------------------------------------------------------------------
 
 
-@register_section(FAMILY)
 def section_3dcc(results: Sequence, context: ReportContext | None = None) -> Section:
     """One row per run (clean accuracy, RobustBench's mean accuracy, the paper's mean error, mCE) and the
     mean error per corruption of every model."""
@@ -245,7 +215,6 @@ def section_3dcc(results: Sequence, context: ReportContext | None = None) -> Sec
     return sec
 
 
-@register_headline(FAMILY)
 def headline_3dcc(result, results: Sequence = (), store=None) -> list[str]:
     """``mean acc 47.1 · mCE 73.2`` (percent; "(subset)" when not all 12 corruptions were evaluated)."""
     s = result.summary or {}
@@ -255,3 +224,57 @@ def headline_3dcc(result, results: Sequence = (), store=None) -> list[str]:
         if value is not None:
             parts.append(f"{text}{' (subset)' if s.get(keys[0]) is None else ''} {pct(value)}")
     return parts
+
+
+# --- its presentation: show text, report section and headline in one registered object ----------------------
+
+
+@register_presentation
+class ImageNet3DCCPresentation(Presentation):
+    """How ``imagenet-3dcc`` runs are shown: errors and CE per corruption, RobustBench's mean accuracy and the
+    paper's mean error; in the report, :func:`section_3dcc` and :func:`headline_3dcc`."""
+
+    name = FAMILY
+    title = "ImageNet-3DCC (3D common corruptions)"
+    section_builder = staticmethod(section_3dcc)
+    headline_builder = staticmethod(headline_3dcc)
+    headline = (HeadlineMetric("mean_accuracy", "mean acc.", "mean_accuracy_subset"),
+                HeadlineMetric("mce", "mCE", "mce_subset"))
+
+    def notes(self, config: ImageNet3DCCConfig, metrics: Iterable[MetricRow]) -> list[str]:
+        names = {(m, s) for m, s, _ in metrics}
+        notes = layout_notes(config.subset, config.incomplete)
+        missing = [c for c in CORRUPTIONS_3DCC if ("ce", c) not in names]
+        if missing and any(m == "error" for m, _, _ in metrics):
+            notes.append(f"mCE and the mean accuracy need the 12 corruptions at severities 1-5; missing "
+                         f"{', '.join(missing)}: the _subset values average the complete ones.")
+        notes.append(f"CE and mCE divide by {BASELINE_SOURCE}; the mean accuracy over the 60 cells is RobustBench's "
+                     "headline number, the mean error the paper's.")
+        if ("clean_error", "") not in names:
+            notes.append("no clean error: give --clean-data <ImageNet val folder>.")
+        return notes
+
+    def summary(self, config: ImageNet3DCCConfig, metrics: Iterable[MetricRow]) -> dict[str, Any]:
+        t = {(m, s): v for m, s, v in metrics}
+        out: dict[str, Any] = {"clean_error": t.get(("clean_error", "")), **layout_summary(config.subset, config.incomplete),
+                               "corruptions": {
+            c: {"errors": {str(s): t.get(("error", f"{c}/{s}")) for s in config.severities},
+                "mean_error": t.get(("mean_error", c)), "ce": t.get(("ce", c))} for c in config.corruptions}}
+        for key in ("mean_accuracy", "mean_error", "mce"):
+            for name in (key, f"{key}_subset"):
+                if t.get((name, "")) is not None:
+                    out[name] = t[(name, "")]
+        return out
+
+    def text(self, config: ImageNet3DCCConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+        sev = list(config.severities)
+        rows = [[c, pct(row.get("ce"))] + [pct(row["errors"].get(str(s))) for s in sev] + [pct(row.get("mean_error"))]
+                for c, row in (summary.get("corruptions") or {}).items()]
+        lines = ["ImageNet-3DCC: top-1 errors and CE (%, CE vs AlexNet as RobustBench publishes it)"]
+        lines += text_table(["corruption", "CE"] + [f"s{s}" for s in sev] + ["mean"], rows, first_width=16)
+        lines.append("")
+        labels = {"clean_error": "clean error", "mean_accuracy": "mean accuracy (RobustBench)",
+                  "mean_accuracy_subset": "mean accuracy (subset)", "mean_error": "mean error (paper)",
+                  "mean_error_subset": "mean error (subset)", "mce": "mCE", "mce_subset": "mCE (subset)"}
+        lines += [f"{text:<34}{pct(summary[key]):>7}" for key, text in labels.items() if summary.get(key) is not None]
+        return lines

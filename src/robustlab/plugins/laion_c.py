@@ -19,28 +19,31 @@ layout, scored as its authors score it, with its report section.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from robustlab.benchmarks.corruption import folder_units
+from robustlab.benchmarks.corruption_units import classes_per_unit, folder_units
 from robustlab.corruptions.checks import parse_severities
 from robustlab.data.classification import class_folders, read_image_folder
 from robustlab.data.releases.consistency import check_released_settings, layout_notes, layout_summary
 from robustlab.data.releases.sets import LAION_C
 from robustlab.data.wordnet import ilsvrc_wnids
-from robustlab.engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
+from robustlab.engine.benchmark import Benchmark, MetricRow, Unit, model_device, register_benchmark
 from robustlab.engine.classification import classify_batch, error_rows, setting_counts
-from robustlab.engine.options import ALLOW_INCOMPLETE, CLASSES_PER_UNIT, LIMIT, SAVE_LOGITS, TOP_K, check_positive
+from robustlab.engine.config import RunConfig, conditional
+from robustlab.engine.options import (ALLOW_INCOMPLETE, CLASSES_PER_UNIT, LIMIT, SAVE_LOGITS, TOP_K, Option,
+                                      check_positive)
+from robustlab.engine.presentation import HeadlineMetric, Presentation, register_presentation
 from robustlab.engine.report import text_table
-from robustlab.engine.schema import Option
+from robustlab.engine.setting import Setting, setting_of
 from robustlab.errors import DataError, unknown_name
 from robustlab.report import figures as F
 from robustlab.report.collect import Estimate, metric_table
-from robustlab.report.section_base import (CI_LEGEND, ReportContext, Section, first_value, label, pct,
-                                           register_headline, register_section, short_path)
+from robustlab.report.section_base import CI_LEGEND, ReportContext, Section, first_value, label, pct, short_path
 
 FAMILY = "laion-c"
 LAYOUT = "<root>/<distortion>/intensity_level_<1..5>/<superclass>/<image> (LAION-C)"
@@ -139,13 +142,33 @@ def setting_folder(root: str | Path, distortion: str, level: int) -> Path:
     return Path(root, distortion, f"intensity_level_{level}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class LaionCConfig(RunConfig):
+    """A ``laion-c`` run: the released folders of the chosen distortions and intensity levels, scored over
+    the 16 superclasses (``class_map``: their names in label order) from a 1,000-class model's output."""
+
+    distortions: list[str]
+    intensities: list[int]
+    class_map: list[str]
+    limit: int | None
+    classes_per_unit: int
+    top_k: int
+    save_logits: bool
+    num_classes: int
+    subset: dict[str, Any] | None = conditional()
+    incomplete: dict[str, Any] | None = conditional()
+
+    def settings(self) -> list[Setting]:
+        return [Setting(d, lv) for d in self.distortions for lv in self.intensities]
+
+
 @register_benchmark
 class LaionC(Benchmark):
     """LAION-C's released folders, scored by superclass top-1 accuracy (see the module docstring)."""
 
     name = "laion-c"
-    family, family_title = FAMILY, "LAION-C (out-of-distribution distortions)"
-    headline = (HeadlineMetric("mean_accuracy", "mean acc.", "mean_accuracy_subset"),)
+    config_class = LaionCConfig
+    presentation = FAMILY
     options = (
         Option("distortions", "str", help="LAION-C distortions, comma-separated, or all (default): "
                + ", ".join(LAION_C) + ".", flags=("-c",)),
@@ -158,14 +181,14 @@ class LaionC(Benchmark):
                     "clean_data": "{name} has no clean split: the LAION-C paper reports the distorted accuracies only."}
 
     def configure(self, data: str, *, distortions, intensities, limit, classes_per_unit, top_k, save_logits,
-                  allow_incomplete) -> dict[str, Any]:
+                  allow_incomplete) -> LaionCConfig:
         root = Path(data).expanduser().resolve()
         if not root.is_dir():
             raise DataError(f"LAION-C folder {root} does not exist; the layout is {LAYOUT}. Fetch it with: "
                             "robustlab data fetch laion-c")
         chosen = parse_distortions(distortions)
         levels = list(parse_severities(intensities if intensities is not None else "1-5"))
-        folders = {f"{d}/{lv}": setting_folder(root, d, lv) for d in chosen for lv in levels}
+        folders = {str(Setting(d, lv)): setting_folder(root, d, lv) for d in chosen for lv in levels}
         for setting, folder in folders.items():
             if not folder.is_dir():
                 raise DataError(f"LAION-C folder {folder} is missing; the layout is {LAYOUT}. Fetch the set (robustlab "
@@ -174,88 +197,55 @@ class LaionC(Benchmark):
             if foreign:
                 raise DataError(f"{folder} holds {', '.join(foreign[:3])}, which are not LAION-C superclasses "
                                 f"({', '.join(SUPERCLASSES)}); the layout is {LAYOUT}.")
-        config: dict[str, Any] = {
-            "data": str(root), "distortions": chosen, "intensities": levels, "class_map": list(SUPERCLASSES),
-            "limit": check_positive("limit", limit), "classes_per_unit": check_positive("classes_per_unit", classes_per_unit),
-            "top_k": min(check_positive("top_k", top_k), len(SUPERCLASSES)), "save_logits": bool(save_logits),
-            "num_classes": 1000,
-        }
-        check_released_settings(config, folders, allow_incomplete=bool(allow_incomplete), release="laion-c",
-                                what=f"the LAION-C tree {root}")
-        return config
+        limit = check_positive("limit", limit)
+        per_unit = check_positive("classes_per_unit", classes_per_unit)
+        top_k = min(check_positive("top_k", top_k), len(SUPERCLASSES))
+        checked = check_released_settings(folders, list(SUPERCLASSES), allow_incomplete=bool(allow_incomplete),
+                                          release="laion-c", what=f"the LAION-C tree {root}")
+        return LaionCConfig(data=str(root), distortions=chosen, intensities=levels, class_map=checked.class_map,
+                            limit=limit, classes_per_unit=per_unit, top_k=top_k, save_logits=bool(save_logits),
+                            num_classes=1000, incomplete=checked.incomplete, subset=checked.subset)
 
-    def plan(self, config: Mapping[str, Any]):
-        return folder_units(((f"{d}/{lv}", setting_folder(config["data"], d, lv)) for d in config["distortions"]
-                             for lv in config["intensities"]), config)
+    def plan(self, config: LaionCConfig):
+        return folder_units(((s, setting_folder(config.data, s.shift, s.level)) for s in config.settings()),
+                            classes_per_unit(config.limit, config.classes_per_unit))
 
-    def samples(self, config: Mapping[str, Any], unit: Unit):
-        return read_image_folder(unit.params["folder"], config["class_map"], classes=unit.params["classes"],
-                                 limit=config["limit"])
+    def samples(self, config: LaionCConfig, unit: Unit):
+        return read_image_folder(unit.params["folder"], config.class_map, classes=unit.params["classes"],
+                                 limit=config.limit)
 
-    def predict(self, model, batch, config) -> dict[str, np.ndarray]:
+    def predict(self, model, batch, config: LaionCConfig) -> dict[str, np.ndarray]:
         out = classify_batch(model, batch.stacked_inputs(model_device(model)), top_k=1, save_logits=True,
                              num_classes=1000)
         scores = superclass_scores(out["logits"])
-        k = int(config.get("top_k", 5))
+        k = int(config.top_k)
         index = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         columns = {"top5_index": index.astype(np.int32),
                    "top5_score": np.take_along_axis(scores, index, axis=1).astype(np.float32)}
-        if config.get("save_logits"):
+        if config.save_logits:
             columns["logits"] = out["logits"]
         return columns
 
-    def metrics(self, config, predictions, related=None) -> list[MetricRow]:
-        counts = setting_counts(predictions, {u: u.rsplit("/", 1)[0] for u in predictions})
+    def metrics(self, config: LaionCConfig, predictions, related=None) -> list[MetricRow]:
+        counts = setting_counts(predictions, {u: setting_of(u) for u in predictions})
         rows = list(error_rows(counts))
         accuracy = {s: 1 - e1 / n for s, (n, e1, _) in counts.items() if n}
         rows += [("accuracy", s, v) for s, v in accuracy.items()]
         complete = True
-        for d in config["distortions"]:
-            cells = [accuracy.get(f"{d}/{lv}") for lv in config["intensities"]]
+        for d in config.distortions:
+            cells = [accuracy.get(f"{d}/{lv}") for lv in config.intensities]
             if all(c is not None for c in cells):
                 rows.append(("mean_accuracy", d, float(np.mean(cells))))
             complete = complete and all(c is not None for c in cells)
-        full = complete and config["distortions"] == list(LAION_C) and config["intensities"] == [1, 2, 3, 4, 5]
+        full = complete and config.distortions == list(LAION_C) and config.intensities == [1, 2, 3, 4, 5]
         if accuracy:
             rows.append(("mean_accuracy" if full else "mean_accuracy_subset", "", float(np.mean(list(accuracy.values())))))
         return rows
-
-    def notes(self, config, metrics) -> list[str]:
-        notes = layout_notes(config)
-        if not any(m == "mean_accuracy" and s == "" for m, s, _ in metrics):
-            notes.append("the mean accuracy over the 6 distortions at intensity levels 1-5 needs all 30 settings; "
-                         "mean_accuracy_subset averages the ones evaluated.")
-        notes.append("superclass top-1: the mean softmax probability of each superclass's ImageNet classes decides, "
-                     "as in the authors' evaluation (laionc/evaluation.py).")
-        return notes
-
-    def summary(self, config, metrics) -> dict[str, Any]:
-        t = {(m, s): v for m, s, v in metrics}
-        out: dict[str, Any] = {**layout_summary(config), "distortions": {
-            d: {"accuracy": {str(lv): t.get(("accuracy", f"{d}/{lv}")) for lv in config["intensities"]},
-                "mean_accuracy": t.get(("mean_accuracy", d))} for d in config["distortions"]}}
-        for key in ("mean_accuracy", "mean_accuracy_subset"):
-            if t.get((key, "")) is not None:
-                out[key] = t[(key, "")]
-        return out
-
-    def text(self, config, summary, metrics) -> list[str]:
-        levels = list(config.get("intensities", []))
-        rows = [[d, *(pct(row["accuracy"].get(str(lv))) for lv in levels), pct(row.get("mean_accuracy"))]
-                for d, row in (summary.get("distortions") or {}).items()]
-        lines = ["LAION-C: superclass top-1 accuracy (%) per intensity level"]
-        lines += text_table(["distortion", *(f"i{lv}" for lv in levels), "mean"], rows, first_width=24)
-        lines.append("")
-        for key, text in (("mean_accuracy", "mean accuracy (leaderboard)"), ("mean_accuracy_subset", "mean accuracy (subset)")):
-            if summary.get(key) is not None:
-                lines.append(f"{text:<34}{pct(summary[key]):>7}")
-        return lines
 
 
 # --- its report section ------------------------------------------------------------------------------------
 
 
-@register_section(FAMILY)
 def section_laion_c(results: Sequence, context: ReportContext | None = None) -> Section:
     """One row per run (mean accuracy with its interval, and per distortion), and accuracy against
     intensity level per model."""
@@ -291,9 +281,54 @@ def section_laion_c(results: Sequence, context: ReportContext | None = None) -> 
     return sec
 
 
-@register_headline(FAMILY)
 def headline_laion_c(result, results: Sequence = (), store=None) -> list[str]:
     """``mean acc 54.8`` (percent; "(subset)" when not all 30 settings were evaluated)."""
     s = result.summary or {}
     value = first_value(s, "mean_accuracy", "mean_accuracy_subset")
     return [] if value is None else [f"mean acc{'' if s.get('mean_accuracy') is not None else ' (subset)'} {pct(value)}"]
+
+
+# --- its presentation: show text, report section and headline in one registered object ----------------------
+
+
+@register_presentation
+class LaionCPresentation(Presentation):
+    """How ``laion-c`` runs are shown: superclass top-1 accuracy per distortion and intensity level; in the
+    report, :func:`section_laion_c` and :func:`headline_laion_c`."""
+
+    name = FAMILY
+    title = "LAION-C (out-of-distribution distortions)"
+    section_builder = staticmethod(section_laion_c)
+    headline_builder = staticmethod(headline_laion_c)
+    headline = (HeadlineMetric("mean_accuracy", "mean acc.", "mean_accuracy_subset"),)
+
+    def notes(self, config: LaionCConfig, metrics: Iterable[MetricRow]) -> list[str]:
+        notes = layout_notes(config.subset, config.incomplete)
+        if not any(m == "mean_accuracy" and s == "" for m, s, _ in metrics):
+            notes.append("the mean accuracy over the 6 distortions at intensity levels 1-5 needs all 30 settings; "
+                         "mean_accuracy_subset averages the ones evaluated.")
+        notes.append("superclass top-1: the mean softmax probability of each superclass's ImageNet classes decides, "
+                     "as in the authors' evaluation (laionc/evaluation.py).")
+        return notes
+
+    def summary(self, config: LaionCConfig, metrics: Iterable[MetricRow]) -> dict[str, Any]:
+        t = {(m, s): v for m, s, v in metrics}
+        out: dict[str, Any] = {**layout_summary(config.subset, config.incomplete), "distortions": {
+            d: {"accuracy": {str(lv): t.get(("accuracy", f"{d}/{lv}")) for lv in config.intensities},
+                "mean_accuracy": t.get(("mean_accuracy", d))} for d in config.distortions}}
+        for key in ("mean_accuracy", "mean_accuracy_subset"):
+            if t.get((key, "")) is not None:
+                out[key] = t[(key, "")]
+        return out
+
+    def text(self, config: LaionCConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
+        levels = list(config.intensities)
+        rows = [[d, *(pct(row["accuracy"].get(str(lv))) for lv in levels), pct(row.get("mean_accuracy"))]
+                for d, row in (summary.get("distortions") or {}).items()]
+        lines = ["LAION-C: superclass top-1 accuracy (%) per intensity level"]
+        lines += text_table(["distortion", *(f"i{lv}" for lv in levels), "mean"], rows, first_width=24)
+        lines.append("")
+        for key, text in (("mean_accuracy", "mean accuracy (leaderboard)"), ("mean_accuracy_subset", "mean accuracy (subset)")):
+            if summary.get(key) is not None:
+                lines.append(f"{text:<34}{pct(summary[key]):>7}")
+        return lines

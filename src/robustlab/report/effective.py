@@ -276,7 +276,9 @@ def trend_figure(group: ShiftGroup, key: str) -> F.Figure:
 
 def draw_trend(group: ShiftGroup):
     """The matplotlib figure of :func:`trend_figure`, and the model names left out for lack of space."""
-    import matplotlib.pyplot as plt
+    from .figures import pyplot
+
+    plt = pyplot()
 
     transform = group.fit.transform if group.fit is not None else DEFAULT_TRANSFORM
     fig, ax = plt.subplots(figsize=(8.4, 5.6))

@@ -32,22 +32,22 @@ def thumbnail(img: np.ndarray) -> np.ndarray:
 def corruption_examples(result) -> F.Figure | None:
     """A corruption x severity grid for one run (with a clean column when its benchmark shows one),
     or None when its benchmark shows no examples or its data is not readable here."""
-    from .section_base import presentation
+    from ..engine.setting import Setting
+    from .section_base import benchmark_of, run_config
 
-    bench = presentation(result)
-    if bench is None:
+    bench, cfg = benchmark_of(result), run_config(result)
+    if bench is None or cfg is None:
         return None
-    cfg = result.config
-    corruptions = list(cfg.get("corruptions") or [])[:MAX_CORRUPTIONS]
-    severities = list(cfg.get("severities") or [1, 2, 3, 4, 5])
-    root = Path(cfg.get("data", ""))
+    corruptions = list(getattr(cfg, "corruptions", None) or [])[:MAX_CORRUPTIONS]
+    severities = list(getattr(cfg, "severities", None) or [1, 2, 3, 4, 5])
+    root = Path(cfg.data or "")
     rows: list[list[np.ndarray]] = []
     try:
-        clean = bench.example(cfg, "clean")
+        clean = bench.example(cfg, Setting("clean"))
         for c in corruptions:
             row = [] if clean is None else [thumbnail(clean)]
             for s in severities:
-                image = bench.example(cfg, f"{c}/{s}")
+                image = bench.example(cfg, Setting(c, int(s)))
                 if image is None:
                     return None
                 row.append(thumbnail(image))

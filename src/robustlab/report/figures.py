@@ -17,15 +17,26 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.collections import PathCollection  # noqa: E402
 
-plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
-                     "axes.spines.right": False, "figure.dpi": 100, "svg.hashsalt": "robustlab"})
+def pyplot():
+    """matplotlib's pyplot as the report draws with it: the Agg backend, text as SVG paths, 9 pt, no top
+    or right spines, a fixed SVG hash salt (byte-identical SVG for the same figure). Imported on first
+    use, so that reading results (``robustlab show``) never imports matplotlib; every module that draws
+    gets pyplot here."""
+    import matplotlib
+
+    if not getattr(pyplot, "ready", False):
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
+                             "axes.spines.right": False, "figure.dpi": 100, "svg.hashsalt": "robustlab"})
+        pyplot.ready = True  # type: ignore[attr-defined]
+    import matplotlib.pyplot as plt
+
+    return plt
 
 #: Prefix of the SVG id of every plotted (data) artist; text must not cover these.
 DATA_GID = "rl-data"
@@ -140,6 +151,8 @@ def label_points(ax, xs: Sequence[float], ys: Sequence[float], texts: Sequence[s
     marker = marker_radius * scale
     points = np.array([to_px((x, y)) for x, y in zip(xs, ys)]) if len(xs) else np.zeros((0, 2))
     taken = [(p[0] - marker, p[1] - marker, p[0] + marker, p[1] + marker) for p in points]
+    from matplotlib.collections import PathCollection
+
     for scatter in ax.collections:  # the points of scatter plots (reference models...) stay visible too
         if isinstance(scatter, PathCollection) and len(scatter.get_offsets()):
             radius = (np.sqrt(float(np.max(scatter.get_sizes()))) / 2 + 1) * scale if len(scatter.get_sizes()) else 3
@@ -184,7 +197,7 @@ def figure_svg(fig) -> str:
     tag_data_artists(fig)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": "robustlab"})
-    plt.close(fig)
+    pyplot().close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog for inline use
 
@@ -193,7 +206,7 @@ def figure_svg(fig) -> str:
 def png_data_uri(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight", dpi=100, metadata={"Software": "robustlab"})
-    plt.close(fig)
+    pyplot().close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
@@ -202,7 +215,7 @@ def bar_groups(key: str, title: str, caption: str, categories: Sequence[str], se
     """Grouped bars: one group per category, one bar per series (model)."""
     n_cat, n_ser = len(categories), max(1, len(series))
     # capped: a wider SVG is scaled down in its half-page slot and its labels become unreadable
-    fig, ax = plt.subplots(figsize=(min(8.0, max(6.0, 0.45 * n_cat * max(1, n_ser) ** 0.5 + 2)), 3.4))
+    fig, ax = pyplot().subplots(figsize=(min(8.0, max(6.0, 0.45 * n_cat * max(1, n_ser) ** 0.5 + 2)), 3.4))
     width = 0.8 / n_ser
     x = np.arange(n_cat)
     for i, (name, values) in enumerate(series.items()):
@@ -220,7 +233,7 @@ def lines(key: str, title: str, caption: str, x: Sequence[float] | Mapping[str, 
           bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
           ylim: tuple[float, float] | None = None, marker: str = "o") -> Figure:
     """One line per series; ``x`` shared or per series; optional shaded intervals."""
-    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    fig, ax = pyplot().subplots(figsize=(5.6, 3.4))
     for name, ys in series.items():
         xs = x[name] if isinstance(x, Mapping) else x
         (line,) = ax.plot(xs, ys, marker=marker, markersize=3.5, linewidth=1.4, label=name)
@@ -243,7 +256,7 @@ def scatter_with_fit(key: str, title: str, caption: str, points: Mapping[str, tu
     ``points``: name -> (x, y, (x_low, x_high) or None, (y_low, y_high) or None), fractions.
     ``fit``: a :class:`robustlab.metrics.stats.LinearFit` (drawn with its confidence band).
     """
-    fig, ax = plt.subplots(figsize=(4.8, 4.2))
+    fig, ax = pyplot().subplots(figsize=(4.8, 4.2))
     xs_all = []
     for name, (x, y, xi, yi) in points.items():
         xerr = None if xi is None or xi[0] is None else [[100 * (x - xi[0])], [100 * (xi[1] - x)]]
@@ -274,7 +287,7 @@ def image_grid(key: str, title: str, caption: str, images: Sequence[Sequence[np.
     """A grid of uint8 HxWx3 images (rows x columns) as an embedded PNG; ``cell_labels`` (per row,
     per image) are written under each image, where rows differ (e.g. each row's own frame numbers)."""
     rows, cols = len(images), max(len(r) for r in images)
-    fig, axes = plt.subplots(rows, cols, figsize=(1.25 * cols + 1.2, (1.45 if cell_labels else 1.25) * rows + 0.3),
+    fig, axes = pyplot().subplots(rows, cols, figsize=(1.25 * cols + 1.2, (1.45 if cell_labels else 1.25) * rows + 0.3),
                              squeeze=False)
     for r in range(rows):
         for c in range(cols):
@@ -314,7 +327,7 @@ def difference_bars(key: str, title: str, caption: str, categories: Sequence[str
     from matplotlib.patches import Patch
 
     n_cat = len(categories)
-    fig, ax = plt.subplots(figsize=(min(8.0, max(5.6, 0.36 * n_cat + 1.6)), 3.4))
+    fig, ax = pyplot().subplots(figsize=(min(8.0, max(5.6, 0.36 * n_cat + 1.6)), 3.4))
     x = np.arange(n_cat)
     ax.bar(x, differences, 0.7, color=[DIFFERENCE_COLOURS[v] for v in verdicts])
     lows = np.array([np.nan if lo is None else lo for lo, _ in intervals], dtype=float)

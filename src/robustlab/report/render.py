@@ -30,18 +30,14 @@ SUMMARY_LEGEND = ("[a, b] = exact 95 % Clopper-Pearson interval. mCE, rel. mCE, 
 
 
 def headline(result, context_results: Sequence = (), store=None) -> str:
-    """The numbers a reader looks for first: its family's headline (:func:`register_headline`),
-    else the headline metrics its benchmark declares, else its first numbers; ratios say what they
-    divide by (``vs demo:baseline (run 3957802f2e)``, ``vs published AlexNet``)."""
+    """The numbers a reader looks for first: its presentation's headline
+    (:meth:`~robustlab.engine.presentation.Presentation.headline_parts`: by default the headline
+    metrics it declares), else its first numbers; ratios say what they divide by (``vs demo:baseline
+    (run 3957802f2e)``, ``vs published AlexNet``)."""
     from .section_base import presentation
-    from .sections import HEADLINES, family_of
 
-    fam = family_of(result.benchmark)
-    if fam in HEADLINES:
-        parts = HEADLINES[fam](result, context_results, store)
-    else:
-        bench = presentation(result)
-        parts = [text for h in (bench.headline if bench is not None else ()) if (text := h.text(result.metrics))]
+    shown = presentation(result)
+    parts = shown.headline_parts(result, context_results, store) if shown is not None else []
     if not parts:
         s = result.summary or {}
         headline_keys = [k for k in s if isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)][:4]

@@ -1,17 +1,17 @@
-"""The adversarial section (``adversarial-auc``): accuracy and normalised accuracy vs eps, R."""
+"""The adversarial family's presentation (``adversarial-auc``) and report section: accuracy and normalised
+accuracy vs eps, R. The ``show`` side is :class:`robustlab.benchmarks.adversarial.AdversarialShow`'s."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-
+from ..benchmarks.adversarial import AdversarialShow
+from ..engine.presentation import register_presentation
 from . import figures as F
 from .collect import Estimate, metric_table
-from .section_base import (CI_LEGEND, ReportContext, Section, register_headline, register_section, run_labels,
-                           short_path)
+from .section_base import CI_LEGEND, ReportContext, Section, run_labels, short_path
 
 
-@register_headline("adversarial")
 def adversarial_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``clean acc 75.0 [53.3, 90.2]; R (FGSM) 0.023``, marked when accuracy is not monotone in eps."""
     s, t = result.summary or {}, metric_table(result)
@@ -25,7 +25,7 @@ def adversarial_headline(result, results: Sequence = (), store=None) -> list[str
         parts[-1] += " (accuracy not monotone in eps)"
     return parts
 
-@register_section("adversarial")
+
 def adversarial_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("adversarial", "Adversarial robustness over an epsilon interval",
                   "Accuracy under attack f(eps) for strengths eps in pixel units of [0, 1], and R, the area under "
@@ -87,3 +87,11 @@ def attack_comparison(results: Sequence) -> list[str]:
                          + (" (FGSM's is higher: its accuracy climbs back where PGD's does not; read PGD's)"
                             if rs["FGSM"] > rs["PGD"] + 1e-9 else "") + ".")
     return notes
+
+
+@register_presentation
+class AdversarialPresentation(AdversarialShow):
+    """``adversarial-auc`` runs: shown as :class:`AdversarialShow`, with this module's section and headline."""
+
+    section_builder = staticmethod(adversarial_section)
+    headline_builder = staticmethod(adversarial_headline)

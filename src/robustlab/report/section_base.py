@@ -1,10 +1,13 @@
-"""What every report section shares: the Section record, the family registry and small helpers.
+"""What every report section shares: the Section record, how a run's presentation is found, and
+small helpers.
 
-A benchmark says which *family* presents its runs (:attr:`robustlab.engine.Benchmark.family`);
-a section module registers the builder of a family's section (:func:`register_section`) and of
-its summary headline (:func:`register_headline`). Section modules (``section_*.py``) import this
-module only; :mod:`.sections` imports them all (so they register) and builds a report's sections.
-A family without a builder of its own is shown by the generic section, under its title.
+A benchmark's runs are shown by its registered presentation
+(:class:`robustlab.engine.presentation.Presentation`); runs whose presentations share a *family* share
+one section, built by the presentation's ``section`` (the generic section when it has none), and each
+run's summary row is its presentation's ``headline_parts``. The built-in families' presentations live
+in the ``section_*.py`` modules, which import this module only; a plugin's live with its benchmark.
+Sections across families (an intervention beside its plain model) register with
+:func:`register_comparison`.
 """
 
 from __future__ import annotations
@@ -16,21 +19,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from . import figures as F
 from .collect import short_model
 
 
 @dataclass
 class Section:
     """One report section: intro, a table (``columns``, ``rows``) with its ``legend`` line (what
-    its brackets and ratios are), figures and notes."""
+    its brackets and ratios are), figures (:class:`robustlab.report.figures.Figure`) and notes."""
 
     key: str
     title: str
     intro: str
     columns: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
-    figures: list[F.Figure] = field(default_factory=list)
+    figures: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     legend: str = ""
 
@@ -47,35 +49,8 @@ class ReportContext:
 
 
 SectionBuilder = Callable[[Sequence, ReportContext], Section]
-#: The family of runs whose benchmark declares none (or is not installed here).
+#: The family of runs whose presentation has none (or whose benchmark is not installed here).
 GENERIC = "generic"
-BUILDERS: dict[str, SectionBuilder] = {}
-#: ``{family: fn(result, report's results, store) -> [headline part, ...]}`` for the summary table
-#: (see :func:`robustlab.report.render.headline`).
-HEADLINES: dict[str, Callable[[Any, Sequence, Any], list[str]]] = {}
-
-
-def register_section(family: str) -> Callable[[SectionBuilder], SectionBuilder]:
-    """Decorator: ``builder(results, context) -> Section`` for the runs of the benchmarks of ``family``."""
-
-    def deco(fn: SectionBuilder) -> SectionBuilder:
-        BUILDERS[family] = fn
-        return fn
-
-    return deco
-
-
-def register_headline(family: str) -> Callable:
-    """Decorator: ``fn(result, results, store) -> list of str``, the summary-row numbers of a family's
-    runs (``results``: the report's runs, ``store``: the open store or None, for what ratios
-    divide by)."""
-
-    def deco(fn):
-        HEADLINES[family] = fn
-        return fn
-
-    return deco
-
 
 #: Sections across families (e.g. an intervention beside its plain model): ``builder(results,
 #: context) -> Section or None`` (None: nothing to show), appended after the family sections.
@@ -92,11 +67,35 @@ def register_comparison(key: str) -> Callable:
     return deco
 
 
-def family_of(benchmark: str) -> str:
-    """The family that presents the runs of ``benchmark`` (:data:`GENERIC` when it declares none)."""
-    from ..engine.benchmark import benchmark_family
+def benchmark_of(result):
+    """The benchmark of a run, or None when this robustlab does not know it (a plugin not installed)."""
+    from ..engine.benchmark import get_benchmark
+    from ..errors import RobustlabError
 
-    return benchmark_family(benchmark) or GENERIC
+    try:
+        return get_benchmark(result.benchmark)
+    except RobustlabError:
+        return None
+
+
+def presentation(result):
+    """The presentation of a run (:class:`~robustlab.engine.presentation.Presentation`), or None when
+    this robustlab does not know its benchmark."""
+    from ..engine.presentation import presentation_of
+
+    bench = benchmark_of(result)
+    return presentation_of(bench) if bench is not None else None
+
+
+def run_config(result):
+    """A run's config as its benchmark's dataclass (None when its benchmark is not known here)."""
+    return getattr(result, "run_config", None)
+
+
+def family_of(result) -> str:
+    """The report family of a run (:data:`GENERIC` when its presentation has none)."""
+    shown = presentation(result)
+    return (shown.family_name() if shown is not None else "") or GENERIC
 
 
 def family_rank(benchmark: str) -> int:
@@ -106,18 +105,6 @@ def family_rank(benchmark: str) -> int:
 
     names = list_benchmarks()
     return names.index(benchmark) if benchmark in names else len(names)
-
-
-def family_title(benchmark: str) -> str:
-    """The title a benchmark gives its family's section (its family's name when it gives none)."""
-    from ..engine.benchmark import BENCHMARKS
-    from ..errors import RobustlabError
-
-    try:
-        cls = BENCHMARKS.get(benchmark)
-    except RobustlabError:
-        return benchmark
-    return cls.family_title or cls.family or benchmark
 
 
 def merge_notes(notes: Sequence[str]) -> list[str]:
@@ -133,7 +120,7 @@ def merge_notes(notes: Sequence[str]) -> list[str]:
 
 
 def label(result) -> str:
-    """Legend label of a run: the model, plus the dataset when runs differ in it."""
+    """Legend label of a run: its model's short name (:func:`run_labels` tells runs of one model apart)."""
     return short_model(result.model)
 
 
@@ -188,21 +175,12 @@ def labelled(text: str, label: str | None) -> str:
 CI_LEGEND = "[a, b] = exact 95 % Clopper-Pearson interval"
 
 
-def presentation(result):
-    """The benchmark of a run (its presentation hooks), or None when this robustlab does not know it."""
-    from ..engine.benchmark import get_benchmark
-    from ..errors import RobustlabError
-
-    try:
-        return get_benchmark(result.benchmark)
-    except RobustlabError:
-        return None
-
-
 def comparability(result) -> str | None:
-    """The run's benchmark's :meth:`~robustlab.engine.Benchmark.comparability` label, or None."""
-    bench = presentation(result)
-    return bench.comparability(result.config or {}) if bench is not None else None
+    """The :meth:`~robustlab.engine.presentation.Presentation.comparability` label of a run's ratios,
+    or None."""
+    shown = presentation(result)
+    typed = run_config(result)
+    return shown.comparability(typed) if shown is not None and typed is not None else None
 
 
 def ratio_denominator(result, results: Sequence = (), store: Any = None) -> str | None:
@@ -211,8 +189,7 @@ def ratio_denominator(result, results: Sequence = (), store: Any = None) -> str 
     user's own data), ``"<baseline model> (run <id>)"`` for a stored baseline run, or
     ``baseline_run=self`` (the baseline's own run: the same words as the runs it normalises); None
     when the run reports no ratios (CIFAR)."""
-    config = result.config or {}
-    run = config.get("baseline_run")
+    run = getattr(run_config(result), "baseline_run", None)
     if run == "self":
         return f"{short_model(result.model)} (run {result.run_id[:10]})"
     if run:
@@ -223,11 +200,11 @@ def ratio_denominator(result, results: Sequence = (), store: Any = None) -> str 
             except Exception:  # noqa: BLE001 - a deleted baseline run: name it by its id only
                 model = None
         return f"{short_model(model)} (run {run[:10]})" if model else f"run {run[:10]}"
-    bench = presentation(result)
-    published = bench.published_baseline(config) if bench is not None else None
+    shown, typed = presentation(result), run_config(result)
+    published = shown.published_baseline(typed) if shown is not None and typed is not None else None
     if published is None:
         return None
-    own = bench.comparability(config)
+    own = shown.comparability(typed)
     return own.removeprefix("vs ") if own else published
 
 
@@ -257,11 +234,11 @@ MIN_FIT_POINTS = 5
 FIT_SIGNIFICANCE = 0.05
 
 
-def accuracy_scatter(key: str, title: str, points: dict, xlabel: str, ylabel: str) -> F.Figure:
+def accuracy_scatter(key: str, title: str, points: dict, xlabel: str, ylabel: str):
     """Clean vs shifted accuracy per model, with a least-squares fit across models when 3 or more."""
     from ..metrics.effective_robustness import fit_trend
-
     from ..metrics.stats import correlation_p_value
+    from . import figures as F
 
     fit, weak = None, None
     if len(points) >= MIN_FIT_POINTS:

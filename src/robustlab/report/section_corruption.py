@@ -1,5 +1,7 @@
-"""The common-corruptions section (``imagenet-c``, ``corrupted``): CE per corruption, error vs severity, clean vs
-corrupted accuracy, and for variants of one model (:mod:`.variants`) the error change per corruption."""
+"""The common-corruptions family's presentation (``imagenet-c``, ``corrupted``) and report section: CE per
+corruption, error vs severity, clean vs corrupted accuracy, and for variants of one model
+(:mod:`.variants`) the error change per corruption. The ``show`` side (notes, summary, text) is
+:mod:`robustlab.benchmarks.corruption_presentation`'s; this module adds the section and the headline."""
 
 from __future__ import annotations
 
@@ -7,18 +9,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..benchmarks.corruption import NOT_COMPARABLE_LABEL
+from ..benchmarks.corruption_presentation import NOT_COMPARABLE_LABEL, CorruptedShow, ImageNetCShow
+from ..engine.presentation import register_presentation
 from ..metrics.corruption import HOLDOUT_CORRUPTIONS
 from . import figures as F
 from .collect import Estimate, metric_table
 from .examples import corruption_examples
 from .section_base import (CI_LEGEND, ReportContext, Section, accuracy_scatter, common_denominator, comparability,
-                           first_value, label, labelled, pct, ratio_denominator, register_headline, register_section,
-                           run_labels, short_path, terms_text)
+                           first_value, label, labelled, pct, ratio_denominator, run_labels, short_path, terms_text)
 from .variants import PairedDifference, paired_corruption_differences, variant_pairs, verdict_note
 
 
-@register_headline("corruption")
 def corruption_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``clean acc 75.0 [53.3, 90.2]; mCE 60.0; rel. mCE 98.3 (11 of 15) vs demo:baseline (run ...)``:
     ratios labelled when they compare with nothing published, else followed by what they divide by."""
@@ -44,83 +45,41 @@ def corruption_headline(result, results: Sequence = (), store=None) -> list[str]
 HELD_OUT_MARK = "†"
 
 
-@register_section("corruption")
+#: The section's intro and its table's legend.
+INTRO = ("Top-1 error under 15 benchmark corruptions at 5 severities. CE normalises a corruption's summed error by "
+         "the baseline's (the table's \"normalised by\" column names it), mCE averages CE over the 15 corruptions; "
+         "relative mCE measures the rise from clean error, relative to the baseline's rise. Lower is better; the "
+         "baseline scores 100.")
+LEGEND = (f"{CI_LEGEND}. mCE and relative mCE are % of the baseline named in \"normalised by\" (100 = the baseline). "
+          "\"(12 of 15)\": the mean of the corruptions whose ratio is defined; a ratio is undefined (n/a) where the "
+          "baseline's error, or its rise over clean error, is within its sampling error (the notes say where).")
+
+
+class _Series:
+    """What the section's figures collect run by run."""
+
+    def __init__(self) -> None:
+        self.ce: dict[str, dict[str, float]] = {}
+        self.severity: dict[str, list[float]] = {}
+        self.severity_x: dict[str, list[int]] = {}
+        self.points: dict[str, tuple] = {}
+        self.categories: list[str] = []
+        self.not_comparable: list[str] = []
+        self.denominators: list[str | None] = []
+
+
 def corruption_section(results: Sequence, context: ReportContext | None = None) -> Section:
-    sec = Section("corruption", "Common corruptions (ImageNet-C)",
-                  "Top-1 error under 15 benchmark corruptions at 5 severities. CE normalises a corruption's "
-                  "summed error by the baseline's (the table's \"normalised by\" column names it), mCE averages CE "
-                  "over the 15 corruptions; relative mCE measures the rise from clean error, relative to the "
-                  "baseline's rise. Lower is better; the baseline scores 100.",
+    sec = Section("corruption", "Common corruptions (ImageNet-C)", INTRO,
                   ["model", "benchmark", "dataset", "clean accuracy % [95% CI]", "mean corruption accuracy %",
-                   "mCE", "relative mCE", "normalised by", "run"],
-                  legend=f"{CI_LEGEND}. mCE and relative mCE are % of the baseline named in \"normalised by\" (100 = "
-                         "the baseline). \"(12 of 15)\": the mean of the corruptions whose ratio is defined; a ratio is "
-                         "undefined (n/a) where the baseline's error, or its rise over clean error, is within its "
-                         "sampling error (the notes say where).")
+                   "mCE", "relative mCE", "normalised by", "run"], legend=LEGEND)
     store = context.store if context is not None else None
-    ce_series, sev_series, sev_x, points = {}, {}, {}, {}
-    categories: list[str] = []
-    not_comparable, denominators = [], []
+    series = _Series()
     names = run_labels(results)
     for r in results:
-        t, s = metric_table(r), r.summary or {}
-        clean_err = s.get("clean_error")
-        clean = Estimate.from_fraction(1 - clean_err, t.get(("n_samples", "clean"))) if clean_err is not None else None
-        mca = first_value(s, "mean_corruption_accuracy", "mean_corruption_accuracy_subset")
-        mce_key = next((k for k in ("mce", "mce_subset") if s.get(k) is not None), "mce")
-        rel_key = next((k for k in ("relative_mce", "relative_mce_subset") if s.get(k) is not None), "relative_mce")
-        mce, rel = s.get(mce_key), s.get(rel_key)
-        own = comparability(r)
-        denominator = ratio_denominator(r, results, store)
-        rel_text = "n/a" if s.get("relative_mce_na") else pct(rel) + terms_text(s, rel_key)
-        sec.rows.append([r.model, r.benchmark, short_path(r.dataset), clean.percent() if clean else "–", pct(mca),
-                         labelled(pct(mce) + terms_text(s, mce_key), own if mce is not None else None),
-                         labelled(rel_text, own if rel is not None else None), denominator or "–", r.run_id[:10]])
-        corr = s.get("corruptions") or {}
-        ces = {c: v.get("ce") for c, v in corr.items() if v.get("ce") is not None}
-        if ces:
-            for c in ces:
-                if c not in categories:
-                    categories.append(c)
-            ce_series[labelled(names[r.run_id], own)] = ces
-            denominators.append(denominator)
-            if own:
-                not_comparable.append(names[r.run_id])
-        sevs = sorted({int(k) for v in corr.values() for k, e in (v.get("errors") or {}).items() if e is not None})
-        if sevs:
-            xs = ([0] if clean_err is not None else []) + sevs
-            ys = ([clean_err] if clean_err is not None else []) + [
-                float(np.mean([v["errors"][str(k)] for v in corr.values() if v["errors"].get(str(k)) is not None]))
-                for k in sevs]
-            sev_x[names[r.run_id]], sev_series[names[r.run_id]] = xs, [100 * y for y in ys]
-        if clean is not None and mca is not None:
-            points[names[r.run_id]] = (clean.value, mca, (clean.low, clean.high), None)
-        sec.notes += [f"{names[r.run_id]}: {n}" for n in r.notes]
-    if ce_series:
-        base = common_denominator(denominators)
-        held_out = [c for c in categories if c in HOLDOUT_CORRUPTIONS]
-        shown = [f"{c} {HELD_OUT_MARK}" if c in held_out else c for c in categories]
-        sec.figures.append(F.bar_groups(
-            "ce-per-corruption", "Corruption error per corruption",
-            f"CE per corruption: the model's error divided by that of {base} (%); the dashed line is {base} (100). "
-            "Lower is more robust. A missing bar is an undefined CE (the baseline's error within its sampling error)."
-            + (f" {HELD_OUT_MARK} held out: {', '.join(held_out)} {'is a' if len(held_out) == 1 else 'are'} "
-               "ImageNet-C's validation corruption(s), shown but not averaged into mCE (the mean of the 15 benchmark "
-               "corruptions)." if held_out else "")
-            + (f" {', '.join(not_comparable)}: {NOT_COMPARABLE_LABEL} (errors on their own data divided by "
-               "AlexNet's published ImageNet-C errors)." if not_comparable else ""),
-            shown, {m: [100 * v.get(c, np.nan) for c in categories] for m, v in ce_series.items()},
-            ylabel=f"CE (% of {_short(base)})", reference=100, reference_label=f"{_short(base)} (100)"))
-    if sev_series:
-        sec.figures.append(F.lines(
-            "error-vs-severity", "Error vs severity",
-            "Top-1 error (%) averaged over the evaluated corruptions at each severity; severity 0 is the clean "
-            "error.", sev_x, sev_series, xlabel="severity (0 = clean)", ylabel="top-1 error (%)"))
-    if points:
-        sec.figures.append(accuracy_scatter("clean-vs-corrupted", "Clean vs corrupted accuracy", points,
-                                             "clean accuracy (%)", "mean accuracy under corruption (%)"))
+        add_run(sec, series, r, names[r.run_id], results, store)
+    sec.figures += series_figures(series)
     for reference, variant in variant_pairs(results):
-        diffs = paired_corruption_differences(reference, variant, context.store if context else None)
+        diffs = paired_corruption_differences(reference, variant, store)
         if diffs:
             sec.figures.append(variant_figure(reference, variant, diffs))
             sec.notes.append(verdict_note(label(reference), label(variant), diffs))
@@ -128,6 +87,71 @@ def corruption_section(results: Sequence, context: ReportContext | None = None) 
     if examples is not None:
         sec.figures.append(examples)
     return sec
+
+
+def add_run(sec: Section, series: _Series, r, name: str, results: Sequence, store) -> None:
+    """One run's table row, notes and figure points."""
+    t, s = metric_table(r), r.summary or {}
+    clean_err = s.get("clean_error")
+    clean = Estimate.from_fraction(1 - clean_err, t.get(("n_samples", "clean"))) if clean_err is not None else None
+    mca = first_value(s, "mean_corruption_accuracy", "mean_corruption_accuracy_subset")
+    mce_key = next((k for k in ("mce", "mce_subset") if s.get(k) is not None), "mce")
+    rel_key = next((k for k in ("relative_mce", "relative_mce_subset") if s.get(k) is not None), "relative_mce")
+    mce, rel = s.get(mce_key), s.get(rel_key)
+    own = comparability(r)
+    denominator = ratio_denominator(r, results, store)
+    rel_text = "n/a" if s.get("relative_mce_na") else pct(rel) + terms_text(s, rel_key)
+    sec.rows.append([r.model, r.benchmark, short_path(r.dataset), clean.percent() if clean else "–", pct(mca),
+                     labelled(pct(mce) + terms_text(s, mce_key), own if mce is not None else None),
+                     labelled(rel_text, own if rel is not None else None), denominator or "–", r.run_id[:10]])
+    corr = s.get("corruptions") or {}
+    ces = {c: v.get("ce") for c, v in corr.items() if v.get("ce") is not None}
+    if ces:
+        series.categories += [c for c in ces if c not in series.categories]
+        series.ce[labelled(name, own)] = ces
+        series.denominators.append(denominator)
+        if own:
+            series.not_comparable.append(name)
+    sevs = sorted({int(k) for v in corr.values() for k, e in (v.get("errors") or {}).items() if e is not None})
+    if sevs:
+        xs = ([0] if clean_err is not None else []) + sevs
+        ys = ([clean_err] if clean_err is not None else []) + [
+            float(np.mean([v["errors"][str(k)] for v in corr.values() if v["errors"].get(str(k)) is not None]))
+            for k in sevs]
+        series.severity_x[name], series.severity[name] = xs, [100 * y for y in ys]
+    if clean is not None and mca is not None:
+        series.points[name] = (clean.value, mca, (clean.low, clean.high), None)
+    sec.notes += [f"{name}: {n}" for n in r.notes]
+
+
+def series_figures(series: _Series) -> list[F.Figure]:
+    """CE per corruption, error vs severity and clean vs corrupted accuracy, of the runs that have them."""
+    figures = []
+    if series.ce:
+        base = common_denominator(series.denominators)
+        categories = series.categories
+        held_out = [c for c in categories if c in HOLDOUT_CORRUPTIONS]
+        shown = [f"{c} {HELD_OUT_MARK}" if c in held_out else c for c in categories]
+        figures.append(F.bar_groups(
+            "ce-per-corruption", "Corruption error per corruption",
+            f"CE per corruption: the model's error divided by that of {base} (%); the dashed line is {base} (100). "
+            "Lower is more robust. A missing bar is an undefined CE (the baseline's error within its sampling error)."
+            + (f" {HELD_OUT_MARK} held out: {', '.join(held_out)} {'is a' if len(held_out) == 1 else 'are'} "
+               "ImageNet-C's validation corruption(s), shown but not averaged into mCE (the mean of the 15 benchmark "
+               "corruptions)." if held_out else "")
+            + (f" {', '.join(series.not_comparable)}: {NOT_COMPARABLE_LABEL} (errors on their own data divided by "
+               "AlexNet's published ImageNet-C errors)." if series.not_comparable else ""),
+            shown, {m: [100 * v.get(c, np.nan) for c in categories] for m, v in series.ce.items()},
+            ylabel=f"CE (% of {_short(base)})", reference=100, reference_label=f"{_short(base)} (100)"))
+    if series.severity:
+        figures.append(F.lines(
+            "error-vs-severity", "Error vs severity",
+            "Top-1 error (%) averaged over the evaluated corruptions at each severity; severity 0 is the clean "
+            "error.", series.severity_x, series.severity, xlabel="severity (0 = clean)", ylabel="top-1 error (%)"))
+    if series.points:
+        figures.append(accuracy_scatter("clean-vs-corrupted", "Clean vs corrupted accuracy", series.points,
+                                        "clean accuracy (%)", "mean accuracy under corruption (%)"))
+    return figures
 
 
 def variant_figure(reference, variant, diffs: Sequence[PairedDifference]) -> F.Figure:
@@ -157,3 +181,19 @@ def _short(denominator: str) -> str:
 
 def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text).strip("-").lower()
+
+
+@register_presentation
+class ImageNetCPresentation(ImageNetCShow):
+    """``imagenet-c`` runs: the released layouts and ImageNet-C made on the fly."""
+
+    section_builder = staticmethod(corruption_section)
+    headline_builder = staticmethod(corruption_headline)
+
+
+@register_presentation
+class CorruptedPresentation(CorruptedShow):
+    """``corrupted`` runs: the user's own folder, corrupted on the fly."""
+
+    section_builder = staticmethod(corruption_section)
+    headline_builder = staticmethod(corruption_headline)

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 
-from ..metrics.under_corruption import rpc_undefined_reason
+from ..benchmarks.detection_presentation import DetectionPmkShow, DetectionShow
+from ..engine.presentation import register_presentation
+from ..engine.setting import Setting
 from ..metrics.stats import correlation_p_value
+from ..metrics.under_corruption import rpc_undefined_reason
 from . import figures as F
 from .collect import metric_table
-from .section_base import ReportContext, Section, short_path, register_headline, register_section, run_labels
+from .section_base import ReportContext, Section, run_config, run_labels, short_path
 
 #: Metrics in the table besides the headline, when the run has them.
 TABLE_METRICS = ("AP", "AP50", "AP75")
 
 
 def headline_metric(result) -> str:
-    return (result.summary or {}).get("headline") or result.config.get("headline") or "AP"
+    return (result.summary or {}).get("headline") or getattr(run_config(result), "headline", None) or "AP"
 
 
 def robustness(result, metric: str) -> tuple[float, float, float] | None:
@@ -38,7 +40,6 @@ def robustness(result, metric: str) -> tuple[float, float, float] | None:
     return tuple(t[k] for k in keys)  # type: ignore[return-value]
 
 
-@register_headline("detection")
 def detection_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``AP: P 36.3 / mPC 18.2 / rPC 50.2`` (percent) for the run's headline metric."""
     head = headline_metric(result)
@@ -57,13 +58,13 @@ def _per_setting(result, name: str) -> dict[str, float]:
 def corruption_values(result, name: str) -> dict[str, float]:
     """``{corruption: value}`` of a per-corruption row (``mPC:AP``, ``rPC:AP``), in the run's corruption order."""
     rows = _per_setting(result, name)
-    return {c: rows[c] for c in result.config.get("corruptions", []) if c in rows}
+    return {c: rows[c] for c in getattr(run_config(result), "corruptions", None) or [] if c in rows}
 
 
 def severity_curve(result, metric: str) -> tuple[list[int], list[float]]:
     """Severities 0 (clean, P) .. 5 and the mean performance over the corruptions at each."""
     t = metric_table(result)
-    sevs = sorted(int(s.split("/", 1)[1]) for m, s in t if m == f"mPC:{metric}" and s.startswith("severity/"))
+    sevs = sorted(Setting.parse(s).level for m, s in t if m == f"mPC:{metric}" and s.startswith("severity/"))
     if (f"P:{metric}", "") not in t or not sevs:
         return [], []
     return [0] + sevs, [t[(f"P:{metric}", "")]] + [t[(f"mPC:{metric}", f"severity/{s}")] for s in sevs]
@@ -85,6 +86,7 @@ SIGNIFICANCE = 0.05
 def rmse_scatter(points: dict[str, tuple[list[float], list[float], list[str], tuple[float, float] | None]],
                  *, metric: str) -> F.Figure:
     """RMSE (x) vs rPC (y, %) per corruption, one colour per model, with each run's fitted line."""
+    plt = F.pyplot()
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     named: dict[str, tuple[float, float]] = {}
     unfitted: list[str] = []
@@ -115,7 +117,6 @@ def rmse_scatter(points: dict[str, tuple[list[float], list[float], list[str], tu
                     svg=F.figure_svg(fig))
 
 
-@register_section("detection")
 def detection_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("detection", "Object detection under corruption (Robust Detection Benchmark)",
                   "P is the detector's performance on clean images (COCO: AP averaged over IoU .5:.95; Pascal VOC: "
@@ -178,3 +179,18 @@ def detection_section(results: Sequence, context: ReportContext | None = None) -
     if rmse_points:
         sec.figures.append(rmse_scatter(rmse_points, metric=metric_text))
     return sec
+
+
+@register_presentation
+class DetectionPresentation(DetectionShow):
+    """The corrupted detection sets and imported mmdetection results: shown as :class:`DetectionShow`,
+    with this module's section and headline."""
+
+    section_builder = staticmethod(detection_section)
+    headline_builder = staticmethod(detection_headline)
+
+
+@register_presentation
+class DetectionPmkPresentation(DetectionPmkShow):
+    """Detection pm-k (``imagenet-vid-robust-detection``): its own metric rows in the report's generic
+    section, its headline the default."""

@@ -23,18 +23,20 @@ def compared_metrics() -> list[tuple[str, str, object]]:
     """``[(column, family, HeadlineMetric)]``: the metrics the registered families mark for the
     comparison, in the order their benchmarks were registered."""
     from ..engine.benchmark import BENCHMARKS, list_benchmarks
+    from ..engine.presentation import presentation_class
     from ..errors import RobustlabError
 
     out, seen = [], set()
     for name in list_benchmarks():
         try:
-            cls = BENCHMARKS.get(name)
+            shown = presentation_class(BENCHMARKS.get(name))
         except RobustlabError:  # a plugin that does not load: its runs are shown elsewhere
             continue
-        for metric in cls.headline:
-            if cls.family and metric.compare and (cls.family, metric.name) not in seen:
-                seen.add((cls.family, metric.name))
-                out.append((metric.label, cls.family, metric))
+        family = shown.family_name()
+        for metric in shown.headline:
+            if family and metric.compare and (family, metric.name) not in seen:
+                seen.add((family, metric.name))
+                out.append((metric.label, family, metric))
     return out
 
 
@@ -107,7 +109,7 @@ def interventions_section(results: Sequence, context: ReportContext | None = Non
     families = {fam for _, fam, _ in metrics}
     variants: dict[tuple[str, str], dict[str, tuple]] = {}
     for base, label, r in labelled:
-        fam = family_of(r.benchmark)
+        fam = family_of(r)
         if fam in families:
             variants.setdefault((base, label), {}).setdefault(fam, (r, plain.get((base, r.benchmark, r.dataset))))
     if not variants:

@@ -1,6 +1,7 @@
-"""Sections of the shifts beyond ImageNet-C: ImageNet-C-bar / CIFAR-10-C-bar (``imagenet-c-bar``),
-and effective robustness across every run that publishes an (original, shifted) accuracy pair
-(:mod:`.effective`)."""
+"""The presentations and sections of the shifts beyond ImageNet-C: ImageNet-C-bar / CIFAR-10-C-bar
+(``imagenet-c-bar``), the natural-shift test sets and subtype robustness (their ``show`` side is their
+benchmark modules'), and effective robustness across every run that publishes an (original, shifted)
+accuracy pair (:mod:`.effective`)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..benchmarks.corruption_bar import CBarShow
+from ..benchmarks.natural_shift import NaturalShiftShow
+from ..benchmarks.subtype import SubtypeShow
+from ..engine.presentation import register_presentation
 from . import figures as F
 from .collect import Estimate, metric_table
 from .effective import group_rows, shift_groups, trend_figure
-from .section_base import (ReportContext, Section, first_value, pct, run_labels, register_comparison, register_headline,
-                           register_section, short_path)
+from .section_base import (ReportContext, Section, first_value, pct, register_comparison, run_labels, short_path)
 
 
-@register_section("corruption-bar")
 def cbar_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("corruption-bar", "ImageNet-C-bar / CIFAR-10-C-bar",
                   "Top-1 error under the 10 corruptions of each -bar set (Mintun et al. 2021), chosen to be "
@@ -48,7 +51,6 @@ def cbar_section(results: Sequence, context: ReportContext | None = None) -> Sec
     return sec
 
 
-@register_headline("corruption-bar")
 def cbar_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``mean error 57.7 · mCE-bar 100.0`` (percent)."""
     s = result.summary or {}
@@ -95,7 +97,6 @@ def _interval(row: dict | None, key: str) -> str:
     return f"{pct(row[key])} [{pct(row.get(f'{key}_low'))}, {pct(row.get(f'{key}_high'))}]"
 
 
-@register_section("natural-shift")
 def natural_shift_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("natural-shift", "Natural distribution shifts",
                   "Top-1 and top-5 accuracy on test sets collected anew (ImageNetV2), adversarially filtered "
@@ -113,14 +114,12 @@ def natural_shift_section(results: Sequence, context: ReportContext | None = Non
     return sec
 
 
-@register_headline("natural-shift")
 def natural_shift_headline(result, results: Sequence = (), store=None) -> list[str]:
     """``top-1 63.4 · top-5 84.6`` (percent) on the shifted set."""
     row = (result.summary or {}).get("shifted") or {}
     return [f"top-1 {pct(row['accuracy'])}", f"top-5 {pct(row['top5_accuracy'])}"] if row else []
 
 
-@register_section("subtype")
 def subtype_section(results: Sequence, context: ReportContext | None = None) -> Section:
     sec = Section("subtype", "Subtype robustness",
                   "A model's last layer fine-tuned to tell 25 broad WordNet types apart from images of their ImageNet-1K "
@@ -152,7 +151,9 @@ def subtype_section(results: Sequence, context: ReportContext | None = None) -> 
 
 def subtype_figure(points) -> F.Figure:
     """Seen and unseen subtype accuracy against ImageNet-1K accuracy, one pair of points per model."""
-    import matplotlib.pyplot as plt
+    from .figures import pyplot
+
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(5.0, 3.8))
     for marker, key, name in (("o", 2, "seen subtypes"), ("s", 3, "unseen subtypes")):
@@ -169,3 +170,27 @@ def subtype_figure(points) -> F.Figure:
     return F.Figure("subtype-vs-imagenet", "Seen and unseen subtype accuracy vs ImageNet-1K accuracy",
                     "Each model contributes two points at its ImageNet-1K accuracy: accuracy on held-out images of the "
                     "seen subtypes and on the unseen ones (95% intervals).", svg=F.figure_svg(fig))
+
+
+@register_presentation
+class CBarPresentation(CBarShow):
+    """``imagenet-c-bar`` runs: shown as :class:`CBarShow`, with this module's section and headline."""
+
+    section_builder = staticmethod(cbar_section)
+    headline_builder = staticmethod(cbar_headline)
+
+
+@register_presentation
+class NaturalShiftPresentation(NaturalShiftShow):
+    """The natural-shift test sets: shown as :class:`NaturalShiftShow`, with this module's section and headline."""
+
+    section_builder = staticmethod(natural_shift_section)
+    headline_builder = staticmethod(natural_shift_headline)
+
+
+@register_presentation
+class SubtypePresentation(SubtypeShow):
+    """``subtype-robustness`` runs: shown as :class:`SubtypeShow`, with this module's section (the summary
+    row: its headline metrics, seen and unseen accuracy)."""
+
+    section_builder = staticmethod(subtype_section)

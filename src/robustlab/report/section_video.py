@@ -12,18 +12,18 @@ per-frame predictions).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import Patch
 
+from ..benchmarks.video_presentation import VideoShow
+from ..engine.presentation import register_presentation
 from ..errors import RobustlabError
 from . import figures as F
 from .collect import Estimate, metric_table
 from .examples import thumbnail
-from .section_base import (ReportContext, Section, accuracy_scatter, short_path, register_headline, register_section,
+from .section_base import (ReportContext, Section, accuracy_scatter, run_config, short_path,
                        run_labels)
 
 #: Rows of the "anchor vs the neighbour that breaks it" grid.
@@ -59,7 +59,6 @@ def _by_setting(result, name: str, prefix: str) -> dict[str, float]:
     return {s[len(prefix):]: v for m, s, v in result.metrics if m == name and s.startswith(prefix)}
 
 
-@register_headline("video")
 def pmk_headline(result, results: Sequence = (), store=None) -> list[str]:
     """Headline parts of a video run: ``pm-0 ... [lo, hi]``, ``pm-k ... [lo, hi]``."""
     got = pmk_estimates(result)
@@ -76,6 +75,9 @@ def paired_class_bars(key: str, title: str, caption: str, classes: Sequence[str]
                       series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, ylabel: str) -> F.Figure:
     """Per class and model a light bar (original) beside a solid bar (perturbed), in the model's colour."""
     n_cls, n_ser = len(classes), max(1, len(series))
+    from matplotlib.patches import Patch
+
+    plt = F.pyplot()
     fig, ax = plt.subplots(figsize=(min(9.0, max(5.6, 0.45 * n_cls * n_ser ** 0.5 + 1.5)), 3.4))
     width = 0.8 / (2 * n_ser)
     x = np.arange(n_cls)
@@ -120,10 +122,10 @@ def anchor_examples(store, result, limit: int = MAX_EXAMPLES) -> list[AnchorExam
     Neighbour failures (the anchor right, a neighbour wrong) come first, in anchor order; an
     anchor that is itself wrong is shown only when there are not enough of those.
     """
-    from ..engine.benchmark import get_benchmark
     from ..benchmarks.video import anchor_failures, frame_predictions
+    from .section_base import benchmark_of
 
-    pmk_set = get_benchmark(result.benchmark).pmk_set(result.config)
+    pmk_set = benchmark_of(result).pmk_set(run_config(result))
     names = pmk_set.class_names
     preds = frame_predictions(store.read_predictions(result.run_id))
     failures = anchor_failures(store, result.run_id)
@@ -150,7 +152,7 @@ def anchor_grid(store, result, label: str) -> F.Figure | None:
     except (RobustlabError, OSError, KeyError, ValueError):
         return None
     keys = tuple(k for e in examples for k in (e.anchor, e.frame))
-    frames = FrameSamples(Path(result.config["data"]), keys, np.full(len(keys), -1))
+    frames = FrameSamples(Path(run_config(result).data), keys, np.full(len(keys), -1))
     rows, shown = [], []
     for i, e in enumerate(examples):
         try:  # a row whose frames are not readable here is left out
@@ -160,7 +162,7 @@ def anchor_grid(store, result, label: str) -> F.Figure | None:
             continue
     if not rows:
         return None
-    k = result.config.get("k")
+    k = run_config(result).k
     return F.image_grid("anchor-vs-neighbour", f"Examples: anchor vs the neighbour that breaks it ({label})",
                         f"Anchors that {label} gets right but a reviewed neighbour within ±{k} frames wrong (left: "
                         "the anchor, right: the nearest misclassified neighbour and its offset in frames), with the "
@@ -172,91 +174,38 @@ def anchor_grid(store, result, label: str) -> F.Figure | None:
 # --- the section ------------------------------------------------------------------------------------------
 
 
-@register_section("video")
+INTRO = ("Anchor frames from videos and their reviewed neighbours (frames within ±k of the anchor that look alike to "
+         "people). Original accuracy (pm-0) scores the anchors alone; pm-k accuracy counts an anchor only when the "
+         "model classifies it and every neighbour within ±k frames correctly, so the drop measures how often "
+         "imperceptible changes between nearby frames flip the prediction. Intervals are exact 95% Clopper-Pearson.")
+
+
+@dataclass
+class _Series:
+    """What the section's figures collect run by run."""
+
+    curves_x: dict = field(default_factory=dict)
+    curves_y: dict = field(default_factory=dict)
+    bands: dict = field(default_factory=dict)
+    points_by_set: dict = field(default_factory=dict)
+    classes_by_set: dict = field(default_factory=dict)
+    broken: dict = field(default_factory=dict)
+    conditional: dict = field(default_factory=dict)
+    ks_seen: set = field(default_factory=set)
+
+
 def video_section(results: Sequence, context: ReportContext | None = None) -> Section:
-    sec = Section("video", "Natural perturbations from video (pm-k)",
-                  "Anchor frames from videos and their reviewed neighbours (frames within ±k of the anchor that look "
-                  "alike to people). Original accuracy (pm-0) scores the anchors alone; pm-k accuracy counts an "
-                  "anchor only when the model classifies it and every neighbour within ±k frames correctly, so "
-                  "the drop measures how often imperceptible changes between nearby frames flip the prediction. "
-                  "Intervals are exact 95% Clopper-Pearson.",
+    sec = Section("video", "Natural perturbations from video (pm-k)", INTRO,
                   ["model", "benchmark", "dataset", "anchors", "original accuracy % [95% CI]",
                    "pm-k accuracy % [95% CI]", "k", "drop (points)", "run"],
                   legend="[a, b] = exact 95 % Clopper-Pearson interval over the anchors; drop = original minus pm-k "
                          "accuracy, in percentage points.")
     names = run_labels(results)
-    curves_x, curves_y, bands = {}, {}, {}
-    points_by_set: dict[tuple[str, str], dict] = {}
-    classes_by_set: dict[tuple[str, str], dict] = {}
-    broken, conditional = {}, {}
-    ks_seen = set()
+    series = _Series()
     for r in results:
-        got = pmk_estimates(r)
         sec.notes += [f"{names[r.run_id]}: {n}" for n in r.notes if not n.startswith(SHOWN_NOTES)]
-        if got is None:
-            continue
-        pm0, pmk, k = got
-        ks_seen.add(k)
-        sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(pm0.n), pm0.percent(), pmk.percent(), str(k),
-                         f"{100 * (pm0.value - pmk.value):.1f}", r.run_id[:10]])
-        ks, curve = pmk_curve(r)
-        if ks:
-            curves_x[names[r.run_id]] = ks
-            curves_y[names[r.run_id]] = [100 * e.value for e in curve]
-            if all(e.low is not None for e in curve):
-                bands[names[r.run_id]] = ([100 * e.low for e in curve], [100 * e.high for e in curve])
-        points_by_set.setdefault((r.benchmark, r.dataset), {})[names[r.run_id]] = (
-            pm0.value, pmk.value, (pm0.low, pm0.high), (pmk.low, pmk.high))
-        orig, pert = _by_setting(r, "class_accuracy_original", "class/"), _by_setting(r, "class_accuracy_pmk", "class/")
-        if orig:
-            classes_by_set.setdefault((r.benchmark, r.dataset), {})[names[r.run_id]] = (orig, pert)
-        by_offset = _by_setting(r, "n_broken_at_offset", "offset=")
-        if by_offset and pm0.n:
-            broken[names[r.run_id]] = {int(d): 100 * v / pm0.n for d, v in by_offset.items()}
-        cond = _by_setting(r, "conditional_accuracy", "d=")
-        if cond:
-            conditional[names[r.run_id]] = {int(d): v for d, v in cond.items()}
-    k_text = f"k = {ks_seen.pop()}" if len(ks_seen) == 1 else "the run's k"
-    if curves_y:
-        sec.figures.append(F.lines(
-            "pmk-vs-k", "pm-k accuracy vs k",
-            "Accuracy (%) when an anchor counts as correct only if it and every reviewed neighbour within ±k frames "
-            "are classified correctly; k = 0 is the anchors alone. Shaded: exact 95% Clopper-Pearson intervals.",
-            curves_x, curves_y, bands=bands, xlabel="k: largest frame offset of the neighbours (frames)",
-            ylabel="pm-k accuracy (%)"))
-    multi = len(points_by_set) > 1
-    for i, ((bench, data), points) in enumerate(sorted(points_by_set.items())):
-        where = f" ({bench}, {short_path(data, 28)})" if multi else ""
-        sec.figures.append(accuracy_scatter(
-            "original-vs-perturbed" + (f"-{i + 1}" if multi else ""), "Original vs perturbed accuracy" + where,
-            points, "original accuracy: anchors alone (%)", f"perturbed accuracy: pm-k, {k_text} (%)"))
-    for i, ((bench, data), per_model) in enumerate(sorted(classes_by_set.items())):
-        classes = sorted({c for orig, _ in per_model.values() for c in orig})
-        where = f" ({bench}, {short_path(data, 28)})" if len(classes_by_set) > 1 else ""
-        sec.figures.append(paired_class_bars(
-            "per-class-accuracy" + (f"-{i + 1}" if len(classes_by_set) > 1 else ""),
-            "Per-class original vs pm-k accuracy" + where,
-            "Accuracy (%) per class of the anchors' labels (an anchor with several labels counts for each): the "
-            "light bar is the anchors alone, the solid bar pm-k.",
-            classes, {m: ([100 * orig.get(c, np.nan) for c in classes], [100 * pert.get(c, np.nan) for c in classes])
-                      for m, (orig, pert) in per_model.items()}, ylabel="accuracy (%)"))
-    if broken and any(any(v.values()) for v in broken.values()):
-        sec.figures.append(F.lines(
-            "errors-by-offset", "Where anchors break: frame offset of the first error",
-            "For anchors the model gets right, the offset (in frames, either direction) of the nearest neighbour it "
-            "gets wrong: the share (%) of all anchors that each offset breaks first. Summed over offsets it is the "
-            "drop from original to pm-k accuracy.",
-            {m: sorted(v) for m, v in broken.items()}, {m: [v[d] for d in sorted(v)] for m, v in broken.items()},
-            xlabel="|offset| of the first misclassified neighbour (frames)",
-            ylabel="anchors broken first (% of anchors)"))
-    if conditional:
-        sec.figures.append(F.lines(
-            "conditional-accuracy", "Consistency between frames d apart",
-            "Gu et al.'s measure: of the anchors classified correctly, the fraction (%) whose neighbour exactly d "
-            "frames away is classified correctly too.",
-            {m: sorted(v) for m, v in conditional.items()},
-            {m: [100 * v[d] for d in sorted(v)] for m, v in conditional.items()},
-            xlabel="distance between the frames d (frames)", ylabel="P(neighbour right | anchor right) (%)"))
+        add_run(sec, series, r, names[r.run_id])
+    sec.figures += curve_figures(series) + breakage_figures(series)
     store = context.store if context is not None else None
     if store is not None:
         ranked = sorted((r for r in results if pmk_estimates(r) is not None),
@@ -267,3 +216,93 @@ def video_section(results: Sequence, context: ReportContext | None = None) -> Se
                 sec.figures.append(grid)
                 break
     return sec
+
+
+def add_run(sec: Section, series: _Series, r, name: str) -> None:
+    """One run's table row and figure values (nothing for a run without pm-k rows)."""
+    got = pmk_estimates(r)
+    if got is None:
+        return
+    pm0, pmk, k = got
+    series.ks_seen.add(k)
+    sec.rows.append([r.model, r.benchmark, short_path(r.dataset), str(pm0.n), pm0.percent(), pmk.percent(), str(k),
+                     f"{100 * (pm0.value - pmk.value):.1f}", r.run_id[:10]])
+    ks, curve = pmk_curve(r)
+    if ks:
+        series.curves_x[name] = ks
+        series.curves_y[name] = [100 * e.value for e in curve]
+        if all(e.low is not None for e in curve):
+            series.bands[name] = ([100 * e.low for e in curve], [100 * e.high for e in curve])
+    series.points_by_set.setdefault((r.benchmark, r.dataset), {})[name] = (
+        pm0.value, pmk.value, (pm0.low, pm0.high), (pmk.low, pmk.high))
+    orig, pert = _by_setting(r, "class_accuracy_original", "class/"), _by_setting(r, "class_accuracy_pmk", "class/")
+    if orig:
+        series.classes_by_set.setdefault((r.benchmark, r.dataset), {})[name] = (orig, pert)
+    by_offset = _by_setting(r, "n_broken_at_offset", "offset=")
+    if by_offset and pm0.n:
+        series.broken[name] = {int(d): 100 * v / pm0.n for d, v in by_offset.items()}
+    cond = _by_setting(r, "conditional_accuracy", "d=")
+    if cond:
+        series.conditional[name] = {int(d): v for d, v in cond.items()}
+
+
+def curve_figures(series: _Series) -> list[F.Figure]:
+    """pm-k vs k, original vs perturbed accuracy (per set), and per-class accuracy (per set)."""
+    figures = []
+    k_text = f"k = {series.ks_seen.pop()}" if len(series.ks_seen) == 1 else "the run's k"
+    if series.curves_y:
+        figures.append(F.lines(
+            "pmk-vs-k", "pm-k accuracy vs k",
+            "Accuracy (%) when an anchor counts as correct only if it and every reviewed neighbour within ±k frames "
+            "are classified correctly; k = 0 is the anchors alone. Shaded: exact 95% Clopper-Pearson intervals.",
+            series.curves_x, series.curves_y, bands=series.bands,
+            xlabel="k: largest frame offset of the neighbours (frames)", ylabel="pm-k accuracy (%)"))
+    multi = len(series.points_by_set) > 1
+    for i, ((bench, data), points) in enumerate(sorted(series.points_by_set.items())):
+        where = f" ({bench}, {short_path(data, 28)})" if multi else ""
+        figures.append(accuracy_scatter(
+            "original-vs-perturbed" + (f"-{i + 1}" if multi else ""), "Original vs perturbed accuracy" + where,
+            points, "original accuracy: anchors alone (%)", f"perturbed accuracy: pm-k, {k_text} (%)"))
+    several = len(series.classes_by_set) > 1
+    for i, ((bench, data), per_model) in enumerate(sorted(series.classes_by_set.items())):
+        classes = sorted({c for orig, _ in per_model.values() for c in orig})
+        where = f" ({bench}, {short_path(data, 28)})" if several else ""
+        figures.append(paired_class_bars(
+            "per-class-accuracy" + (f"-{i + 1}" if several else ""), "Per-class original vs pm-k accuracy" + where,
+            "Accuracy (%) per class of the anchors' labels (an anchor with several labels counts for each): the "
+            "light bar is the anchors alone, the solid bar pm-k.",
+            classes, {m: ([100 * orig.get(c, np.nan) for c in classes], [100 * pert.get(c, np.nan) for c in classes])
+                      for m, (orig, pert) in per_model.items()}, ylabel="accuracy (%)"))
+    return figures
+
+
+def breakage_figures(series: _Series) -> list[F.Figure]:
+    """Where anchors break (the offset of the first error) and Gu et al.'s consistency between frames."""
+    figures = []
+    broken, conditional = series.broken, series.conditional
+    if broken and any(any(v.values()) for v in broken.values()):
+        figures.append(F.lines(
+            "errors-by-offset", "Where anchors break: frame offset of the first error",
+            "For anchors the model gets right, the offset (in frames, either direction) of the nearest neighbour it "
+            "gets wrong: the share (%) of all anchors that each offset breaks first. Summed over offsets it is the "
+            "drop from original to pm-k accuracy.",
+            {m: sorted(v) for m, v in broken.items()}, {m: [v[d] for d in sorted(v)] for m, v in broken.items()},
+            xlabel="|offset| of the first misclassified neighbour (frames)",
+            ylabel="anchors broken first (% of anchors)"))
+    if conditional:
+        figures.append(F.lines(
+            "conditional-accuracy", "Consistency between frames d apart",
+            "Gu et al.'s measure: of the anchors classified correctly, the fraction (%) whose neighbour exactly d "
+            "frames away is classified correctly too.",
+            {m: sorted(v) for m, v in conditional.items()},
+            {m: [100 * v[d] for d in sorted(v)] for m, v in conditional.items()},
+            xlabel="distance between the frames d (frames)", ylabel="P(neighbour right | anchor right) (%)"))
+    return figures
+
+
+@register_presentation
+class VideoPresentation(VideoShow):
+    """The pm-k runs: shown as :class:`VideoShow`, with this module's section and headline."""
+
+    section_builder = staticmethod(video_section)
+    headline_builder = staticmethod(pmk_headline)

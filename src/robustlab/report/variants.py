@@ -79,14 +79,15 @@ def per_image_errors(predictions: dict) -> dict[str, dict[int, dict[str, bool]]]
     """``{corruption: {severity: {sample id: wrong}}}`` from a corruption run's stored predictions
     (units ``<corruption>/<severity>/<shard>``; the clean units are skipped)."""
     from ..engine import top1_errors
+    from ..engine.setting import parse_unit_key
 
     out: dict[str, dict[int, dict[str, bool]]] = {}
     for unit, columns in predictions.items():
-        parts = unit.split("/")
-        if len(parts) < 3 or parts[0] == CLEAN or not parts[1].isdigit():
+        setting, shard = parse_unit_key(unit)
+        if shard is None or setting.shift == CLEAN or setting.level is None:
             continue
         wrong = top1_errors(columns)
-        cells = out.setdefault(parts[0], {}).setdefault(int(parts[1]), {})
+        cells = out.setdefault(setting.shift, {}).setdefault(setting.level, {})
         cells.update(zip((str(s) for s in columns["sample_id"]), (bool(w) for w in wrong)))
     return out
 

@@ -266,7 +266,7 @@ YTBB_ANCHOR_FILES = ("anchor_labels.json", "pmk_labels.json",
 
 def normalize_frame_key(path: str) -> str:
     """Last two path parts (``.../XiSjHcHG5IU_301000/frame-7525.jpg`` -> ``XiSjHcHG5IU_301000/frame-7525.jpg``)."""
-    parts = str(path).replace("\\", "/").rstrip("/").split("/")
+    parts = str(path).replace("\\", "/").rstrip("/").rsplit("/", 2)
     return "/".join(parts[-2:])
 
 

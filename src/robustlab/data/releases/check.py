@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ...errors import DataError, InputError
@@ -195,7 +195,7 @@ def _check_settings(report: CheckReport, root: Path, release: ReleasedSet, setti
 
 def _extra_folders(report: CheckReport, root: Path, layout: Layout) -> None:
     """Folders at the settings' levels that the release does not have (a multi-setting layout)."""
-    known = [s.split("/") for s in (*layout.settings, *layout.optional) if s]
+    known = [list(PurePosixPath(s).parts) for s in (*layout.settings, *layout.optional) if s]
     if not known:
         return
     for depth in range(max(len(k) for k in known)):

@@ -187,15 +187,14 @@ def subset_text(record: Mapping[str, Any]) -> str:
     return f"subset: {record['classes']:,}{of_classes} classes, {images}"
 
 
-def layout_notes(config: Mapping[str, Any]) -> list[str]:
-    """The notes a run of a released layout carries: that it is a subset of the release, and that it
-    was evaluated incomplete (``--allow-incomplete``) with what was missing."""
+def layout_notes(subset: Mapping[str, Any] | None, incomplete: Mapping[str, Any] | None) -> list[str]:
+    """The notes a run of a released layout carries (from the ``subset`` and ``incomplete`` records
+    of its config): that it is a subset of the release, and that it was evaluated incomplete
+    (``--allow-incomplete``) with what was missing."""
     notes = []
-    subset = config.get("subset")
     if subset:
         notes.append(f"{subset_text(subset)} (per setting; the release: {subset.get('release')}). Numbers on a subset "
                      "do not compare with the published ones.")
-    incomplete = config.get("incomplete")
     if incomplete:
         n = incomplete["problems"]
         notes.append(f"evaluated with --allow-incomplete: the settings differ ({n} problem{'s' if n != 1 else ''}, e.g. "
@@ -203,29 +202,31 @@ def layout_notes(config: Mapping[str, Any]) -> list[str]:
     return notes
 
 
-def check_released_settings(config: dict[str, Any], folders: Mapping[str, Path], *, allow_incomplete: bool,
-                            release: str | None, what: str) -> LayoutReport:
-    """:func:`preflight` a run's settings and record the outcome in its ``config`` (``incomplete``,
-    ``subset``). An incomplete tree's class map is pinned to the classes of every setting together
-    (a list of names in index order), so a setting that lacks a class folder keeps the others'
-    indices (a folder-sorted map would shift them)."""
+@dataclass(frozen=True)
+class ReleasedCheck:
+    """What :func:`check_released_settings` found, for the run's config: the ``incomplete`` and
+    ``subset`` records (None when they do not apply), the class map to use, and the report."""
+
+    report: LayoutReport
+    class_map: Any
+    incomplete: dict[str, Any] | None = None
+    subset: dict[str, Any] | None = None
+
+
+def check_released_settings(folders: Mapping[str, Path], class_map: Any, *, allow_incomplete: bool,
+                            release: str | None, what: str) -> ReleasedCheck:
+    """:func:`preflight` a run's settings: the outcome (``incomplete``, ``subset``) for its config. An
+    incomplete tree's class map (``class_map``, a mode) is pinned to the classes of every setting
+    together (a list of names in index order), so a setting that lacks a class folder keeps the
+    others' indices (a folder-sorted map would shift them)."""
     additions, report = preflight(folders, allow_incomplete=allow_incomplete, release=release, what=what)
-    config.update(additions)
-    if "incomplete" in additions and isinstance(config.get("class_map"), str):
+    if "incomplete" in additions and isinstance(class_map, str):
         from ..classification import resolve_class_map
 
-        config["class_map"] = list(resolve_class_map(report.classes, config["class_map"])[1])
-    return report
+        class_map = list(resolve_class_map(report.classes, class_map)[1])
+    return ReleasedCheck(report, class_map, additions.get("incomplete"), additions.get("subset"))
 
 
-def record_array_subset(config: dict[str, Any], rows: int, classes: int, release: str | None) -> None:
-    """Record in ``config`` that released arrays (``rows`` per setting, ``classes`` label values) are
-    a subset of ``release``, when they are."""
-    subset = subset_record(classes, rows, release)
-    if subset:
-        config["subset"] = subset
-
-
-def layout_summary(config: Mapping[str, Any]) -> dict[str, Any]:
+def layout_summary(subset: Mapping[str, Any] | None, incomplete: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``subset`` and ``incomplete`` records of a run's config, for its summary (``--json``)."""
-    return {key: config[key] for key in ("subset", "incomplete") if config.get(key)}
+    return {key: value for key, value in (("subset", subset), ("incomplete", incomplete)) if value}

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError, did_you_mean, unknown_name
+from ...errors import InputError, did_you_mean, unknown_name
 
 #: The value types an option may declare: how a command-line string becomes a value.
 TYPES = ("str", "int", "float", "bool", "path", "value")
