@@ -103,7 +103,7 @@ def test_a_plugin_s_four_files_appear_everywhere(world):
     # show (the plugin's presentation lays the metrics out) and the report (with the plugin's own section)
     shown = robustlab(env, "show", result["run_id"], "--store", store).stdout
     assert "example-shift" in shown and "brightness:0.5" in shown
-    assert "accuracy clean             100.0 %  (severity 2)" in shown and "accuracy posterize" in shown
+    assert "accuracy clean            100.0 %  (severity 2)" in shown and "accuracy posterize" in shown
     robustlab(env, "report", "--store", store, "-o", tmp / "report.html")
     html = (tmp / "report.html").read_text()
     assert "Example shifts (a plugin&#39;s family)" in html or "Example shifts (a plugin's family)" in html
