@@ -39,9 +39,8 @@ from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import InputError, StoreError
-from ..store.database import Database
+from ..store.database import Database, upsert_statement
 from ..store.location import StoreLocation, resolve_location
-from ..store.store import upsert_statement
 from ..video.review import REASONS, REVIEW_DB, ROUNDS, ReviewRecord
 from .schema import (
     ANSWER_AT,
