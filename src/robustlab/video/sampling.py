@@ -37,6 +37,7 @@ import numpy as np
 
 from ..data.builds import check_destination
 from ..data.images import write_image
+from ..data.video_reader import open_video
 from ..errors import DataError, InputError
 from ..fsutil import atomic_write_text, ensure_dir, not_a_folder, require_regular_file
 from ..seeding import as_generator, derive_seed
@@ -123,11 +124,7 @@ def decode_anchor_window(path: str | os.PathLike, k: int, rng: np.random.Generat
     size = 2 * k + 1
     require_regular_file(p, "video file")  # a FIFO would block the decoder forever
     try:
-        with av.open(str(p)) as container:
-            if not container.streams.video:
-                raise DataError(f"{p} has no video stream.")
-            stream = container.streams.video[0]
-            stream.thread_type = "AUTO"
+        with open_video(p, no_stream=f"{p} has no video stream.") as (container, stream):
             rate = stream.average_rate or stream.guessed_rate
             fps = float(rate) if rate else None
             info = {"fps": fps, "fps_exact": str(Fraction(rate)) if rate else None,
