@@ -38,6 +38,7 @@ output keeps its source's file name unless the extension contradicts the encodin
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -47,13 +48,13 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destination, check_resume, output_lock,
-                           record_sources, run_with_progress, running, source_changes, source_stamps, write_summary)
+from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destination, check_resume,
+                           check_unique_outputs, output_lock, record_sources, run_source_task, run_with_progress,
+                           running, source_changes, source_stamps, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs, worker_count
-from .. import interrupts
-from ..errors import DataError, InputError, RobustlabError
+from ..errors import InputError
 from ..fsutil import atomic_path, atomic_write_bytes, ensure_dir, is_temporary_name
 from .api import MIN_SIZE, corrupt_item
 from .checks import parse_severities
@@ -234,13 +235,8 @@ def output_path(dst: str | os.PathLike, item: WorkItem, fmt: str, release: str |
 
 def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
     """Raise InputError when two sources would be written to the same output name."""
-    seen: dict[PurePosixPath, PurePosixPath] = {}
-    for rel in images:
-        out = output_relative(rel, fmt)
-        if out in seen:
-            raise InputError(f"{seen[out]} and {rel} would both be written as {out} in {fmt} format; "
-                             "rename one of them or choose the other --format.")
-        seen[out] = rel
+    check_unique_outputs(images, lambda rel: output_relative(rel, fmt),
+                         f" in {fmt} format; rename one of them or choose the other --format.")
 
 
 def existing_outputs(dst: str | os.PathLike, corruption: str, severity: int, release: str | None = None) -> set[str]:
@@ -292,34 +288,27 @@ class Task:
 
 def run_task(task: Task) -> TaskResult:
     """Read one source image, corrupt it at each severity, write the outputs atomically."""
+    return run_source_task(task.relative, functools.partial(_read_source, task), task.severities,
+                           functools.partial(_write_severity, task), lambda severity: f"{task.corruption}/{severity}")
+
+
+def _read_source(task: Task) -> np.ndarray:
     s = task.settings
-    try:
-        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
-                            min_size=MIN_SIZE)
-        geometry = release_geometry(s.release, s.keep_input_size)
-        if geometry is not None:
-            image = geometry(image)
-    except RobustlabError as exc:
-        return TaskResult(task.relative, 0, len(task.severities), "unreadable", str(exc))
-    written = 0
-    for severity in task.severities:
-        item = WorkItem(task.corruption, severity, PurePosixPath(task.relative))
-        try:
-            out = corrupt_item(image, item.corruption, severity, seed=s.seed, item=item.relative.as_posix(),
-                               profile=s.profile)
-            data = encode_image(out, s.format, quality=s.quality or 85)
-            # Atomic rename without fsync (as data.images.write_image): a killed process never
-            # leaves a truncated file; an fsync per image would dominate the run time.
-            with atomic_path(output_path(task.dst, item, s.format, s.release)) as tmp:
-                tmp.write_bytes(data)
-        except DataError:
-            raise  # the destination failed (disk full, permissions): stop the run, it is not this image
-        except Exception as exc:  # a kernel failed on this image: report it, keep going
-            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
-            return TaskResult(task.relative, written, len(task.severities) - written, "error",
-                              f"{item.corruption}/{severity}: {type(exc).__name__}: {exc}")
-        written += 1
-    return TaskResult(task.relative, written)
+    image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                        min_size=MIN_SIZE)
+    geometry = release_geometry(s.release, s.keep_input_size)
+    return image if geometry is None else geometry(image)
+
+
+def _write_severity(task: Task, image: np.ndarray, severity: int) -> None:
+    s = task.settings
+    item = WorkItem(task.corruption, severity, PurePosixPath(task.relative))
+    out = corrupt_item(image, item.corruption, severity, seed=s.seed, item=item.relative.as_posix(), profile=s.profile)
+    data = encode_image(out, s.format, quality=s.quality or 85)
+    # Atomic rename without fsync (as data.images.write_image): a killed process never leaves a
+    # truncated file; an fsync per image would dominate the run time.
+    with atomic_path(output_path(task.dst, item, s.format, s.release)) as tmp:
+        tmp.write_bytes(data)
 
 
 def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: CorruptSettings, *,

@@ -1,5 +1,7 @@
-"""What the dataset builders (``robustlab corrupt``, ``robustlab perturb``) share: the summary of
-a run, the failures it lists, and the resume check against the settings already on disk.
+"""What the dataset builders (``robustlab corrupt``, ``robustlab perturb``) share: the frame of one
+task (:func:`run_source_task`: read a source, write its outputs), the check that no two sources
+share an output, the summary of a run, the failures it lists, and the resume check against the
+settings already on disk.
 
 A builder writes ``DST/<summary file>`` (JSON) at the start and the end of a run. Rerunning
 into the same destination resumes it, but only with the settings that change the outputs
@@ -21,14 +23,16 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from .. import __version__, interrupts
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import atomic_write_text, explain_os_error
+
+T = TypeVar("T")
 
 #: The lock file a running builder holds in its destination (hidden: listings skip it).
 LOCK_NAME = ".robustlab.lock"
@@ -155,6 +159,44 @@ class BuildSummary:
         d = asdict(self)
         d["settings"] = asdict(self.settings)
         return {"tool": self.tool, "version": __version__, **d}
+
+
+def run_source_task(relative: str, load: Callable[[], Any], outputs: Sequence[T], write: Callable[[Any, T], None],
+                    name: Callable[[T], str]) -> TaskResult:
+    """One builder task: load one source, then make each of its ``outputs`` in turn.
+
+    A source that ``load`` cannot read (a RobustlabError) produces nothing ("unreadable"). An
+    output whose ``write`` raises ends the task as "error", keeping the outputs written before it
+    and naming the output (``name(output)``); a Ctrl-C swallowed inside it still interrupts the
+    run, and a DataError (the destination failed: disk full, permissions) stops the run.
+    """
+    try:
+        source = load()
+    except RobustlabError as exc:
+        return TaskResult(relative, 0, len(outputs), "unreadable", str(exc))
+    written = 0
+    for output in outputs:
+        try:
+            write(source, output)
+        except DataError:
+            raise
+        except Exception as exc:  # a kernel or generator failed on this source: report it, keep going
+            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
+            return TaskResult(relative, written, len(outputs) - written, "error",
+                              f"{name(output)}: {type(exc).__name__}: {exc}")
+        written += 1
+    return TaskResult(relative, written)
+
+
+def check_unique_outputs(images: Iterable[T], output_name: Callable[[T], Any], advice: str) -> None:
+    """Raise InputError when two sources would be written to the same output name, ending the
+    message with ``advice`` (e.g. ``"; rename one of them."``)."""
+    seen: dict[Any, T] = {}
+    for rel in images:
+        out = output_name(rel)
+        if out in seen:
+            raise InputError(f"{seen[out]} and {rel} would both be written as {out}{advice}")
+        seen[out] = rel
 
 
 def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple[str, ...], *,

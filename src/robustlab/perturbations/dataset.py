@@ -26,6 +26,7 @@ released (``gaussian_noise_2``). The behaviour is that of ``robustlab corrupt``:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -34,14 +35,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import (BuildSummary, TaskResult, check_destination, check_resume, output_lock, record_sources,
-                           run_with_progress, running, source_changes, source_stamps, write_summary)
+from ..data.builds import (BuildSummary, TaskResult, check_destination, check_resume, check_unique_outputs, output_lock,
+                           record_sources, run_source_task, run_with_progress, running, source_changes, source_stamps,
+                           write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import run_jobs, worker_count
-from .. import interrupts
-from ..errors import DataError, InputError, RobustlabError, unknown_name
+from ..errors import InputError, unknown_name
 from ..fsutil import ensure_dir
 from ..seeding import derive_seed
 from .api import MIN_SIZE, generate
@@ -134,39 +135,29 @@ def perturb_image(image, relative: str, perturbation: str, settings: PerturbSett
 
 def run_task(task: Task) -> TaskResult:
     """Read one source image, generate each pending perturbation, write the sequences atomically."""
+    return run_source_task(task.relative, functools.partial(_read_source, task), task.perturbations,
+                           functools.partial(_write_sequence, task), str)
+
+
+def _read_source(task: Task):
+    image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                        min_size=MIN_SIZE)
+    if task.settings.setting == "cifar" and image.shape[0] != image.shape[1]:
+        raise InputError(f"image {task.source} is {image.shape[1]}x{image.shape[0]}; the cifar setting needs "
+                         "square images (CIFAR-10 is 32x32).")
+    return image
+
+
+def _write_sequence(task: Task, image, name: str) -> None:
     s = task.settings
-    try:
-        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
-                            min_size=MIN_SIZE)
-        if s.setting == "cifar" and image.shape[0] != image.shape[1]:
-            raise InputError(f"image {task.source} is {image.shape[1]}x{image.shape[0]}; the cifar setting needs "
-                             "square images (CIFAR-10 is 32x32).")
-    except RobustlabError as exc:
-        return TaskResult(task.relative, 0, len(task.perturbations), "unreadable", str(exc))
-    written = 0
-    for name in task.perturbations:
-        try:
-            frames = perturb_image(image, task.relative, name, s)
-            write_sequence(sequence_path(task.dst, s.folder(name), task.relative, s.format), frames, s.format,
-                           noise=get_perturbation(name).noise, preset=s.preset)
-        except DataError:
-            raise  # the destination failed (disk full, permissions): stop the run
-        except Exception as exc:  # a generator or encoder failed on this image: report it, keep going
-            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
-            return TaskResult(task.relative, written, len(task.perturbations) - written, "error",
-                              f"{name}: {type(exc).__name__}: {exc}")
-        written += 1
-    return TaskResult(task.relative, written)
+    frames = perturb_image(image, task.relative, name, s)
+    write_sequence(sequence_path(task.dst, s.folder(name), task.relative, s.format), frames, s.format,
+                   noise=get_perturbation(name).noise, preset=s.preset)
 
 
 def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
     """InputError when two sources would share one output (``x.jpg`` and ``x.png`` -> ``x.mp4``)."""
-    seen: dict[PurePosixPath, PurePosixPath] = {}
-    for rel in images:
-        out = sequence_name(rel, fmt)
-        if out in seen:
-            raise InputError(f"{seen[out]} and {rel} would both be written as {out}; rename one of them.")
-        seen[out] = rel
+    check_unique_outputs(images, lambda rel: sequence_name(rel, fmt), "; rename one of them.")
 
 
 def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings, *,
