@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import DataError
 from ._gaussian import gaussian_filter
 from .ops import clipped_zoom, motion_blur
-from ._legacy_random import draw_normal
+from ._sampler_route import draw_normal
 from ._plasma import next_power_of_two, plasma_fractal
 
 # --------------------------------------------------------------------------- severity tables
