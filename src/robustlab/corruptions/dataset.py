@@ -48,9 +48,9 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destination, check_resume,
-                           check_unique_outputs, output_lock, record_sources, run_source_task, run_with_progress,
-                           running, source_changes, source_stamps, write_summary)
+from ..data.builds import (BuildSummary, TaskResult, SourceFailure, SourceTask, check_destination, check_resume,
+                           check_unique_outputs, output_lock, renew_sources, run_source_task, run_with_progress,
+                           running, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs, worker_count
@@ -275,15 +275,10 @@ def pending_mask(dst: str | os.PathLike, images: Sequence[PurePosixPath], settin
 
 
 @dataclass(frozen=True)
-class Task:
-    source: str
-    dst: str
-    relative: str
+class Task(SourceTask):
     corruption: str
     severities: tuple[int, ...]
     settings: CorruptSettings
-    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
-    max_pixels: int | None = None
 
 
 def run_task(task: Task) -> TaskResult:
@@ -318,7 +313,8 @@ def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: Cor
         for ci, c in enumerate(settings.corruptions):
             severities = tuple(sev for sev, todo in zip(settings.severities, mask[i, ci]) if todo)
             if severities:
-                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings, max_pixels)
+                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings,
+                           max_pixels=max_pixels)
 
 
 def run_tasks(tasks: Iterable[Task], workers: int) -> Iterator[TaskResult]:
@@ -454,10 +450,8 @@ def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings,
                     progress: ProgressCallback | None, on_start: Callable[[CorruptSummary, int], None] | None,
                     max_pixels: int | None) -> CorruptSummary:
     _check_resume(dst, settings)
-    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
-    changed, removed = source_changes(dst, stamps)
-    remove_outputs_of(dst, changed, settings.format)
-    record_sources(dst, stamps)
+    changed, removed = renew_sources(dst, dataset.root, (rel.as_posix() for rel in dataset.images),
+                                     lambda stale: remove_outputs_of(dst, stale, settings.format))
 
     per_image = len(settings.corruptions) * len(settings.severities)
     n_images = len(dataset.images) + len(dataset.missing)

@@ -53,6 +53,18 @@ class TaskResult:
     message: str | None = None
 
 
+@dataclass(frozen=True)
+class SourceTask:
+    """What every builder task names: its source image, the destination root, the source's path
+    relative to its dataset (``/``-separated), and the largest image it may read, in pixels (None:
+    :data:`robustlab.data.images.DEFAULT_MAX_PIXELS`). Each builder adds what it makes of it."""
+
+    source: str
+    dst: str
+    relative: str
+    max_pixels: int | None = field(default=None, kw_only=True)
+
+
 @dataclass
 class SourceFailure:
     """A source image that produced no (or not all) outputs, and why."""
@@ -347,6 +359,18 @@ def source_changes(dst: Path, stamps: dict[str, list[int]]) -> tuple[list[str], 
                         "another destination.") from exc
     changed = sorted(k for k, v in stamps.items() if k in old and old[k] != v)
     removed = sorted(k for k in old if k not in stamps)
+    return changed, removed
+
+
+def renew_sources(dst: Path, root: Path, relatives: Iterable[Any],
+                  remove_outputs: Callable[[list[str]], Any]) -> tuple[list[str], list[str]]:
+    """A builder's source check on (re)starting into ``dst``: the sources (changed, removed) since
+    the stamps recorded there; ``remove_outputs(changed)`` deletes what the changed ones made, so
+    it is made again; then the current stamps are recorded."""
+    stamps = source_stamps(root, relatives)
+    changed, removed = source_changes(dst, stamps)
+    remove_outputs(changed)
+    record_sources(dst, stamps)
     return changed, removed
 
 

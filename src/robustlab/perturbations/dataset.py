@@ -35,9 +35,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import (BuildSummary, TaskResult, check_destination, check_resume, check_unique_outputs, output_lock,
-                           record_sources, run_source_task, run_with_progress, running, source_changes, source_stamps,
-                           write_summary)
+from ..data.builds import (BuildSummary, SourceTask, TaskResult, check_destination, check_resume,
+                           check_unique_outputs, output_lock, renew_sources, run_source_task, run_with_progress,
+                           running, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
@@ -117,14 +117,9 @@ def sequence_seed(seed: int, relative: PurePosixPath | str, perturbation: str, d
 
 
 @dataclass(frozen=True)
-class Task:
-    source: str
-    dst: str
-    relative: str
+class Task(SourceTask):
     perturbations: tuple[str, ...]
     settings: PerturbSettings
-    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
-    max_pixels: int | None = None
 
 
 def perturb_image(image, relative: str, perturbation: str, settings: PerturbSettings):
@@ -169,7 +164,7 @@ def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings, *,
         if len(todo) < len(settings.perturbations):
             yield len(settings.perturbations) - len(todo)
         if todo:
-            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings, max_pixels)
+            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings, max_pixels=max_pixels)
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -271,10 +266,8 @@ def _perturb_locked(dataset: ImageDataset, dst: Path, settings: PerturbSettings,
                     progress: ProgressCallback | None, on_start: Callable[[PerturbSummary], None] | None,
                     max_pixels: int | None) -> PerturbSummary:
     _check_resume(dst, settings)
-    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
-    changed, removed = source_changes(dst, stamps)
-    remove_sequences_of(dst, changed, settings.format)
-    record_sources(dst, stamps)
+    changed, removed = renew_sources(dst, dataset.root, (rel.as_posix() for rel in dataset.images),
+                                     lambda stale: remove_sequences_of(dst, stale, settings.format))
     n = len(dataset.images)
     summary = PerturbSummary(str(dataset.root), str(dst), dataset.layout, settings, n,
                              n * len(settings.perturbations), workers=workers)
