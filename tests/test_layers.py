@@ -15,7 +15,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "robustlab"
 
 LAYERS = [
-    {"errors", "lazy", "seeding", "fsutil", "safeload", "registry", "environment", "interrupts"},
+    {"errors", "lazy", "seeding", "fsutil", "safeload", "registry", "environment", "interrupts", "formatting"},
     {"data", "store", "models"},
     {"corruptions", "perturbations"},
     {"metrics"},
@@ -26,7 +26,7 @@ LAYERS = [
     {"report"},
     {"studies", "demo", "plugins"},
     {"review", "doctor"},
-    {"cli", "cli_options", "__init__", "__main__"},
+    {"cli", "cli_options", "cli_build", "cli_info", "cli_run", "cli_results", "__init__", "__main__"},
 ]
 LAYER = {package: i for i, layer in enumerate(LAYERS) for package in layer}
 NAMED = re.compile(r"\brobustlab\.(\w+)")

@@ -257,7 +257,7 @@ class AdversarialAUC(Benchmark):
         return notes
 
     def text(self, config, summary, metrics) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         table = {(m, s): v for m, s, v in metrics}
         rows = []

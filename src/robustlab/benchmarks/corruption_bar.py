@@ -291,7 +291,7 @@ class ImageNetCBar(Benchmark):
         return out
 
     def text(self, config, summary, metrics) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         sev = list(config.get("severities", []))
         rows = [[name, pct(row.get("ce_bar"))] + [pct(row["errors"].get(str(s))) for s in sev]

@@ -391,7 +391,7 @@ def detection_summary(config: Mapping[str, Any], metrics: Iterable[MetricRow]) -
 def detection_text(config: Mapping[str, Any], summary: Mapping[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
     """``robustlab show`` layout: P / mPC / rPC, then the headline metric per corruption and
     severity with each corruption's mPC and rPC (percent)."""
-    from ..engine.report import pct, text_table
+    from ..engine.result_text import pct, text_table
 
     table = {(m, s): v for m, s, v in metrics}
     head = summary.get("headline") or config.get("headline", "AP")
@@ -785,7 +785,7 @@ class ImageNetVidRobustDetection(_CorruptedDetection):
                 "worst frame = lowest per-image AP)."]
 
     def text(self, config, summary, metrics) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         t = {(m, s): v for m, s, v in metrics}
         if ("map_pmk", "") not in t:

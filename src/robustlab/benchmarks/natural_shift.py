@@ -395,7 +395,7 @@ class NaturalShift(Benchmark):
         return f"{self.original_set}: {n_clean} of its {expected:,} images only"
 
     def text(self, config, summary, metrics) -> list[str]:
-        from ..engine.report import pct
+        from ..engine.result_text import pct
 
         lines = [f"{summary.get('set')}: {summary.get('classes')} classes"]
         pair = summary.get("accuracy_pair") or {}

@@ -156,7 +156,7 @@ class SubtypeRobustness(Benchmark):
         return out
 
     def text(self, config, summary, metrics) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         lines = []
         for setting in SETTINGS:

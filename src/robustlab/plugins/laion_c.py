@@ -34,7 +34,7 @@ from robustlab.data.wordnet import ilsvrc_wnids
 from robustlab.engine.benchmark import Benchmark, HeadlineMetric, MetricRow, Unit, model_device, register_benchmark
 from robustlab.engine.classification import classify_batch, error_rows, setting_counts
 from robustlab.engine.options import ALLOW_INCOMPLETE, CLASSES_PER_UNIT, LIMIT, SAVE_LOGITS, TOP_K, check_positive
-from robustlab.engine.report import text_table
+from robustlab.engine.result_text import text_table
 from robustlab.engine.schema import Option
 from robustlab.errors import DataError, unknown_name
 from robustlab.report import figures as F

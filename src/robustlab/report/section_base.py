@@ -133,7 +133,7 @@ def merge_notes(notes: Sequence[str]) -> list[str]:
 
 
 def label(result) -> str:
-    """Legend label of a run: the model, plus the dataset when runs differ in it."""
+    """Legend label of a run: its model's name, shortened (:func:`run_labels` adds what tells runs apart)."""
     return short_model(result.model)
 
 
