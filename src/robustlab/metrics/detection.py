@@ -59,7 +59,7 @@ MatchingRule = Literal["voc", "best-unmatched"]
 
 def _gt_thresholds(gt_boxes: np.ndarray, iou_threshold: IouThreshold) -> np.ndarray:
     threshold = check_iou_threshold(iou_threshold)
-    if threshold == "vid":
+    if threshold == "vid" and len(gt_boxes):  # an image without objects has no thresholds
         return vid_iou_threshold(gt_boxes[:, 2] - gt_boxes[:, 0], gt_boxes[:, 3] - gt_boxes[:, 1])
     return np.full(len(gt_boxes), threshold)
 

@@ -50,9 +50,10 @@ def per_box_vector(value: Any, n: int, dtype: Any, name: str, where: str) -> np.
     """``value`` as one ``dtype`` entry per box (``n``), checked (flags: booleans or 0/1)."""
     if value is None:
         value = np.zeros(0, dtype)
-    elif dtype is bool:  # flags (difficult, iscrowd, ignore): booleans or 0/1
+    elif dtype is bool:  # flags (difficult, iscrowd, ignore): booleans or 0/1; [] (JSON's, float) for no box
         value = np.asarray(value)
-        if value.dtype.kind not in "biu" or (value.dtype.kind != "b" and np.any((value != 0) & (value != 1))):
+        if value.size and (value.dtype.kind not in "biu"
+                           or (value.dtype.kind != "b" and np.any((value != 0) & (value != 1)))):
             raise InputError(f"{where}: {name} must be booleans (or 0/1), one per box; got {value.tolist()[:6]}.")
     elif np.dtype(dtype).kind == "i":
         value = as_int_array(value, f"{where}: {name}", min_value=None) if np.size(value) else np.zeros(0, dtype)
