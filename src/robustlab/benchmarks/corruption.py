@@ -19,6 +19,7 @@ import numpy as np
 from ..corruptions import resolve_corruptions
 from ..corruptions.checks import parse_severities
 from ..corruptions.api import MIN_SIZE
+from ..corruptions.registry import corruption_baseline
 from ..corruptions.released import imagenet_c_folder, imagenet_c_settings, read_cifar_c
 from ..corruptions.views import corrupt_on_the_fly
 from ..data.cifar import find_test_batch, read_cifar_test
@@ -359,7 +360,7 @@ def corruption_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mapp
             rows.append(("mean_error", c, float(np.mean(errs))))
     if config.get("layout") == "cifar" or not per_corruption:
         return rows
-    baseline = baseline or get_corruption_baseline(config.get("baseline", "alexnet"))
+    baseline = baseline or corruption_baseline(config.get("baseline", "alexnet"))
     known = [c for c in per_corruption if c in baseline.errors]
     # Per corruption, so one undefined ratio (a baseline error within its sampling error on a
     # small set) drops that corruption only; the rows below let corruption_notes say why.

@@ -54,6 +54,7 @@ from ..metrics.stability import (
     top5_distance,
 )
 from ..perturbations import frame_count, generate, get_perturbation, list_perturbations
+from ..perturbations.registry import stability_baseline
 from ..perturbations.dataset import recorded_setting, resolve_perturbations, sequence_seed
 from ..perturbations.io import (
     VIDEO_EXTENSIONS,
@@ -297,7 +298,7 @@ def stability_metrics(config: Mapping[str, Any], predictions: Mapping[str, Mappi
     """
     rows: list[MetricRow] = []
     if baseline is None and config.get("setting") == "imagenet":
-        baseline = get_stability_baseline(config.get("baseline", "alexnet"))
+        baseline = stability_baseline(config.get("baseline", "alexnet"))
     fr_terms: dict[int, dict] = {d: {} for d in config["strides"]}
     t5_terms: dict[int, dict] = {d: {} for d in config["strides"]}
     denominators: set[str] = set()
