@@ -423,9 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     if environment is not None:
         print(f"robustlab's stack: {summarize(environment)}")
     try:
-        from robustlab.corruptions._legacy_random import KINDS, SAMPLER_ENV, sampler_route
-    except ImportError:  # a robustlab from before the sampler routes (timing an older checkout)
-        KINDS, SAMPLER_ENV, sampler_route = (), "ROBUSTLAB_LEGACY_SAMPLER", None
+        from robustlab.corruptions._sampler_route import KINDS, SAMPLER_ENV, sampler_route
+    except ImportError:
+        try:  # a robustlab whose routes lived beside the compiled samplers (timing an older checkout)
+            from robustlab.corruptions._legacy_random import KINDS, SAMPLER_ENV, sampler_route
+        except ImportError:  # a robustlab from before the sampler routes
+            KINDS, SAMPLER_ENV, sampler_route = (), "ROBUSTLAB_LEGACY_SAMPLER", None
     routes = {kind: sampler_route(kind) for kind in KINDS}
     print(f"CPU: {cpu}, {os.cpu_count()} cores, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"{len(names)} corruptions x {len(SEVERITIES)} severities at {', '.join(images)}; at least "

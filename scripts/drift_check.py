@@ -18,13 +18,14 @@ The slow half of ``make test`` runs it (tests/test_drift.py).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+from venvs import canonical, create, installed_versions, pip_install
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "src" / "robustlab" / "locks" / "py311-linux-x86_64.txt"
@@ -49,17 +50,13 @@ def needs_torch() -> list[str]:
     return files
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def stack_requirements() -> list[str]:
     """pyproject.toml's requirement strings for :data:`STACK` (its ranges, so pip picks the newest)."""
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    wanted = {_canonical(n) for n in STACK}
-    chosen = [d for d in deps if _canonical(re.split(r"[<>=!~\[; ]", d, 1)[0]) in wanted]
-    named = {_canonical(re.split(r"[<>=!~\[; ]", d, 1)[0]) for d in chosen}
-    return chosen + [n for n in STACK if _canonical(n) not in named]
+    wanted = {canonical(n) for n in STACK}
+    chosen = [d for d in deps if canonical(re.split(r"[<>=!~\[; ]", d, 1)[0]) in wanted]
+    named = {canonical(re.split(r"[<>=!~\[; ]", d, 1)[0]) for d in chosen}
+    return chosen + [n for n in STACK if canonical(n) not in named]
 
 
 def locked_versions(lock: Path = LOCK) -> dict[str, str]:
@@ -68,31 +65,22 @@ def locked_versions(lock: Path = LOCK) -> dict[str, str]:
     for line in lock.read_text().splitlines():
         m = re.match(r"^([A-Za-z0-9_.\-]+)==([^ \\;]+)", line)
         if m:
-            out[_canonical(m.group(1))] = m.group(2)
+            out[canonical(m.group(1))] = m.group(2)
     return out
 
 
-def venv_versions(python: Path) -> dict[str, str]:
-    code = ("import json, importlib.metadata as m; "
-            "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
-    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True).stdout
-    return {_canonical(k): v for k, v in json.loads(out).items()}
-
-
 def build(venv: Path) -> Path:
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    cmd = [str(python), "-m", "pip", "install", "--quiet", "--upgrade", "--upgrade-strategy", "eager",
-           *stack_requirements(), *TOOLS]
-    subprocess.run(cmd, check=True)
+    """Create (or upgrade) the drift venv: the newest :data:`STACK` and :data:`TOOLS` pip resolves
+    (scripts/venvs.py, shared with the bare-metrics check of tests/test_layers.py)."""
+    python = create(venv)
+    pip_install(python, [*stack_requirements(), *TOOLS])
     return python
 
 
 def version_table(drift: dict[str, str], locked: dict[str, str]) -> str:
     rows = []
     for name in STACK:
-        key = _canonical(name)
+        key = canonical(name)
         new, old = drift.get(key, "missing"), locked.get(key, "not locked")
         rows.append(f"  {name:24s} drift {new:14s} lock {old:14s}{'  <- differs' if new != old else ''}")
     return "\n".join(rows)
@@ -109,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"drift check: could not build {args.venv} ({exc}); check access to PyPI, or delete the folder "
               "and retry.", file=sys.stderr)
         return 2
-    drift, locked = venv_versions(python), locked_versions()
+    drift, locked = installed_versions(python), locked_versions()
     print("drift check: the newest resolvable stack against the lock\n" + version_table(drift, locked), flush=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     cmd = [str(python), "-m", "pytest", "-q", "-n", args.workers, "-p", "no:cacheprovider",

@@ -3,22 +3,31 @@ or names a higher one, not even as a string (a plugin module's name, a lazy impo
 
 The layers, lowest first (DESIGN.md's flow: data, shift, model, metrics, engine, benchmarks,
 interventions, report, the demo, the apps); the package root (``robustlab/__init__.py``) and the
-command line are the top: the root is where the built-in plugins are named.
+command line are the top: the root is where the built-in plugins are named. The metrics are pure
+functions: they sit right above the lowest layer (which holds :mod:`robustlab.suites`, the plain
+table of names, subsets and published baselines that they and the shift catalogs read), below the
+data, the models and the shifts, and need nothing beyond numpy and scipy (checked in a venv that
+has only those two).
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "robustlab"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "robustlab"
 
 LAYERS = [
-    {"errors", "lazy", "seeding", "fsutil", "safeload", "registry", "environment", "interrupts"},
+    {"errors", "lazy", "seeding", "fsutil", "safeload", "registry", "environment", "interrupts", "formatting",
+     "suites"},
+    {"metrics"},
     {"data", "store", "models"},
     {"corruptions", "perturbations"},
-    {"metrics"},
     {"attacks", "video"},
     {"engine"},
     {"benchmarks"},
@@ -26,7 +35,7 @@ LAYERS = [
     {"report"},
     {"studies", "demo", "plugins"},
     {"review", "doctor"},
-    {"cli", "cli_options", "__init__", "__main__"},
+    {"cli", "cli_options", "cli_build", "cli_info", "cli_run", "cli_results", "__init__", "__main__"},
 ]
 LAYER = {package: i for i, layer in enumerate(LAYERS) for package in layer}
 NAMED = re.compile(r"\brobustlab\.(\w+)")
@@ -96,3 +105,77 @@ def test_no_lower_layer_imports_or_names_a_higher_one():
                 bad.append(f"{path.relative_to(SRC)}:{line} ({own}, layer {LAYER[own]}) {how}s robustlab.{named} "
                            f"(layer {LAYER[named]})")
     assert not bad, "\n".join(bad)
+
+
+#: Third-party packages a metrics module may import: numpy and scipy, and the COCO evaluators that
+#: coco_metrics imports when called (an optional dependency, never at import).
+METRICS_THIRD_PARTY = {"numpy", "scipy"}
+COCO_EVALUATORS = {"faster_coco_eval", "pycocotools"}
+#: What the bare venv must not have (so the check proves the metrics need none of them).
+HEAVY = ("PIL", "torch", "cv2", "numba", "av", "skimage", "pandas", "pyarrow")
+
+
+def third_party_imports(path: Path) -> list[tuple[int, str, bool]]:
+    """``(line, top-level package, at module level)`` of every non-robustlab, non-stdlib import."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top_level = {id(n) for n in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top != "robustlab" and top not in sys.stdlib_module_names:
+                found.append((node.lineno, top, id(node) in top_level))
+    return found
+
+
+def test_the_metrics_import_only_numpy_and_scipy():
+    bad = []
+    for path in sorted((SRC / "metrics").rglob("*.py")):
+        for line, top, at_import in third_party_imports(path):
+            if top in METRICS_THIRD_PARTY or (top in COCO_EVALUATORS and not at_import):
+                continue
+            bad.append(f"metrics/{path.relative_to(SRC / 'metrics')}:{line} imports {top}")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_public_metric_imports_without_the_heavy_packages():
+    code = ("import sys, robustlab.metrics as M; [getattr(M, n) for n in M.__all__]; "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC.parent)}).stdout
+    assert out.strip() == "[]", out
+
+
+def test_every_public_metric_works_in_a_venv_with_numpy_and_scipy_alone(tmp_path):
+    """``import robustlab.metrics`` and every public name of it in a venv that has numpy and scipy and
+    nothing else (linked offline from this environment, scripts/venvs.py), and a few calls."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import venvs
+    finally:
+        sys.path.pop(0)
+    python = venvs.create(tmp_path / "bare", pip=False)
+    venvs.link_distributions(python, ["numpy", "scipy"])
+    assert set(venvs.installed_versions(python)) == {"numpy", "scipy"}
+    code = f"""
+import importlib.util
+present = [m for m in {HEAVY!r} if importlib.util.find_spec(m)]
+assert not present, present
+import robustlab.metrics
+import robustlab.metrics as M
+assert all(getattr(M, n) is not None for n in M.__all__)
+errors = {{c: [0.4, 0.5, 0.6, 0.7, 0.8] for c in M.BENCHMARK_CORRUPTIONS}}
+print(round(M.mce(errors), 6), M.clopper_pearson(3, 10), round(M.welch_t_test([1, 2, 3], [2, 3, 5]).p_value, 6),
+      len(M.__all__))
+"""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SRC.parent), "PYTHONNOUSERSITE": "1"}
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    value, *_, count = proc.stdout.split()
+    assert float(value) > 0 and int(count) == len(__import__("robustlab.metrics").metrics.__all__)

@@ -8,7 +8,7 @@
   grey level (where the value sits closest to the truncation points).
 - ``_legacy_random.normal`` / ``poisson_levels`` / ``uniform`` / ``randint`` draw a Mersenne Twister block at a time: from
   any position of the stream they must give NumPy's numbers and NumPy's final state.
-- ``_legacy_random.draw_normal`` / ``draw_poisson_levels`` / ``draw_uniform`` / ``draw_randint`` take the compiled copy or NumPy's
+- ``_sampler_route.draw_normal`` / ``draw_poisson_levels`` / ``draw_uniform`` / ``draw_randint`` take the compiled copy or NumPy's
   own sampler, whichever this process measured faster: both routes must give NumPy's numbers
   and leave the generator in NumPy's state, and so must the noise kernels built on them.
 """
@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from robustlab.corruptions import corrupt
 from robustlab.corruptions import _legacy_random as LR
+from robustlab.corruptions import _sampler_route as SR
 from robustlab.corruptions._disk_filter import filter_uint8, plan_taps, tap_sums_pay
 from robustlab.corruptions.ops import disk_kernel, unit_to_uint8
 from robustlab.corruptions.blur import DEFOCUS
@@ -217,18 +218,18 @@ def test_state_read_in_place_or_through_get_state(in_place, monkeypatch):
 
 @pytest.fixture(params=["compiled", "numpy"])
 def route(request, monkeypatch):
-    monkeypatch.setenv(LR.SAMPLER_ENV, request.param)
+    monkeypatch.setenv(SR.SAMPLER_ENV, request.param)
     return request.param
 
 
 @pytest.mark.parametrize("spare", [False, True])
 def test_draw_normal_is_numpys_on_both_routes(route, spare):
-    assert LR.sampler_route("normal") == route
+    assert SR.sampler_route("normal") == route
     ours, theirs = np.random.RandomState(11), np.random.RandomState(11)
     if spare:  # a cached spare Gaussian is used first, on both routes
         ours.normal()
         theirs.normal()
-    np.testing.assert_array_equal(LR.draw_normal(ours, (33, 17), 0.5, 0.2), theirs.normal(0.5, 0.2, (33, 17)))
+    np.testing.assert_array_equal(SR.draw_normal(ours, (33, 17), 0.5, 0.2), theirs.normal(0.5, 0.2, (33, 17)))
     assert _same_state(ours, theirs)
 
 
@@ -236,9 +237,9 @@ def test_draw_uniform_is_numpys_on_both_routes(route):
     ours, theirs = np.random.RandomState(5), np.random.RandomState(5)
     ours.randint(0, 9, size=3)
     theirs.randint(0, 9, size=3)
-    np.testing.assert_array_equal(LR.draw_uniform(ours, (21, 40, 3)), theirs.random_sample((21, 40, 3)))
-    np.testing.assert_array_equal(LR.draw_uniform(ours, (70, 90), -1.12, 1.12), theirs.uniform(-1.12, 1.12, (70, 90)))
-    np.testing.assert_array_equal(LR.draw_uniform(ours, (3, 4), 2.0, 5.0), theirs.uniform(2.0, 5.0, (3, 4)))
+    np.testing.assert_array_equal(SR.draw_uniform(ours, (21, 40, 3)), theirs.random_sample((21, 40, 3)))
+    np.testing.assert_array_equal(SR.draw_uniform(ours, (70, 90), -1.12, 1.12), theirs.uniform(-1.12, 1.12, (70, 90)))
+    np.testing.assert_array_equal(SR.draw_uniform(ours, (3, 4), 2.0, 5.0), theirs.uniform(2.0, 5.0, (3, 4)))
     assert _same_state(ours, theirs)
     with pytest.raises(OverflowError, match="not finite"):
         LR.uniform(ours, (2,), -1e308, 1e308)
@@ -247,7 +248,7 @@ def test_draw_uniform_is_numpys_on_both_routes(route):
 def test_draw_randint_is_numpys_on_both_routes(route):
     ours, theirs = np.random.RandomState(6), np.random.RandomState(6)
     for d in (1, 2, 3, 4):  # glass blur's offsets [-d, d)
-        np.testing.assert_array_equal(LR.draw_randint(ours, -d, d, (17, 30, 2)), theirs.randint(-d, d, size=(17, 30, 2)))
+        np.testing.assert_array_equal(SR.draw_randint(ours, -d, d, (17, 30, 2)), theirs.randint(-d, d, size=(17, 30, 2)))
     assert _same_state(ours, theirs)
     with pytest.raises(ValueError, match="low < high"):
         LR.randint(ours, 3, 3, (2,))
@@ -257,7 +258,7 @@ def test_draw_poisson_levels_is_numpys_on_both_routes(route):
     img = np.random.default_rng(1).integers(0, 256, (29, 31, 3), dtype=np.uint8)
     lam = (np.arange(256, dtype=np.uint8) / 255.0) * 25
     ours, theirs = np.random.RandomState(3), np.random.RandomState(3)
-    np.testing.assert_array_equal(LR.draw_poisson_levels(ours, img, lam), theirs.poisson((img / 255.0) * 25))
+    np.testing.assert_array_equal(SR.draw_poisson_levels(ours, img, lam), theirs.poisson((img / 255.0) * 25))
     assert _same_state(ours, theirs)
 
 
@@ -267,26 +268,26 @@ def test_noise_kernels_are_the_same_on_both_routes(name, monkeypatch):
     img = np.random.default_rng(2).integers(0, 256, (40, 44, 3), dtype=np.uint8)
     outs = []
     for forced in ("compiled", "numpy"):
-        monkeypatch.setenv(LR.SAMPLER_ENV, forced)
+        monkeypatch.setenv(SR.SAMPLER_ENV, forced)
         outs.append(corrupt(img, name, 4, rng=np.random.RandomState(8)))
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
 def test_auto_route_is_measured_once(monkeypatch):
-    monkeypatch.delenv(LR.SAMPLER_ENV, raising=False)
-    monkeypatch.setattr(LR, "_measured", {})
-    first = {kind: LR.sampler_route(kind) for kind in LR.KINDS}
+    monkeypatch.delenv(SR.SAMPLER_ENV, raising=False)
+    monkeypatch.setattr(SR, "_measured", {})
+    first = {kind: SR.sampler_route(kind) for kind in SR.KINDS}
     assert set(first.values()) <= {"compiled", "numpy"}
-    assert LR._measured == first  # kept: later calls do not time again
-    assert {kind: LR.sampler_route(kind) for kind in first} == first
+    assert SR._measured == first  # kept: later calls do not time again
+    assert {kind: SR.sampler_route(kind) for kind in first} == first
 
 
 def test_sampler_route_rejects_bad_settings(monkeypatch):
     with pytest.raises(ValueError, match="kind must be one of 'normal', 'poisson', 'uniform'"):
-        LR.sampler_route("gamma")
-    monkeypatch.setenv(LR.SAMPLER_ENV, "fastest")
+        SR.sampler_route("gamma")
+    monkeypatch.setenv(SR.SAMPLER_ENV, "fastest")
     with pytest.raises(ValueError, match="ROBUSTLAB_LEGACY_SAMPLER must be one of auto, compiled, numpy"):
-        LR.sampler_route("normal")
+        SR.sampler_route("normal")
 
 
 # --------------------------------------------------------------------------- zoom by exactly 1

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from robustlab.cli import app
 from robustlab.corruptions import corrupt, corrupt_batch, get_corruption, list_corruptions, resolve_corruptions
-from robustlab.corruptions.registry import (CORRUPTIONS, IMAGENET_C, corruption_table, declare, published_errors,
-                                            register, registered)
+from robustlab.corruptions.registry import (CORRUPTIONS, IMAGENET_C, corruption_baseline, corruption_table, declare,
+                                            published_errors, register, registered)
 from robustlab.errors import InputError
 from robustlab.metrics.corruption import ALL_CORRUPTIONS, BENCHMARK_CORRUPTIONS, get_corruption_baseline
 
@@ -71,6 +71,22 @@ def test_a_registered_corruption_appears_in_list_resolve_the_cli_and_the_docs_ta
     assert f"`{name}`" in corruption_table()
     listed = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0 and name in listed.output and "numpy only" in listed.output
+
+
+def test_a_plugins_declared_baseline_error_joins_the_benchmarks_baseline():
+    """The metrics' built-in AlexNet baseline is ImageNet-C's published table (robustlab.suites); the
+    benchmark's baseline adds what a registered corruption declares for it."""
+    declare("test_plugin_baseline", group="test-plugin-group", kernel=".weather:fog", baselines={"alexnet": 0.8})
+    try:
+        assert "test_plugin_baseline" not in get_corruption_baseline("alexnet").errors
+        base = corruption_baseline("alexnet")
+        assert base.errors["test_plugin_baseline"] == 0.8 and base.clean_error == 0.435
+        assert {c: base.errors[c] for c in ALL_CORRUPTIONS} == dict(get_corruption_baseline("alexnet").errors)
+    finally:
+        CORRUPTIONS.remove("test_plugin_baseline")
+    assert corruption_baseline("alexnet") is get_corruption_baseline("alexnet")
+    with pytest.raises(InputError, match="corruption baseline"):
+        corruption_baseline("resnet")
 
 
 def test_a_corruption_without_a_torch_kernel_is_refused_with_the_fix(plugin_corruption):

@@ -41,7 +41,8 @@ def test_no_room_for_the_slots_is_a_clear_error(monkeypatch):
                                          r"\(No space left on device\).*Free space there, lower --batch-size or "
                                          r"--workers, or run with --workers 0"):
         SlotArena(10, 10 * 2**20)
-    assert not [f for f in os.listdir(slots_module.SHM_FOLDER) if f.startswith("robustlab-slots-")]
+    mine = f"{slots_module.PREFIX}{os.getpid()}-"  # other processes' runs may hold theirs meanwhile
+    assert not [f for f in os.listdir(slots_module.SHM_FOLDER) if f.startswith(mine)]
 
 
 def test_slot_count_keeps_two_batches_per_worker_within_the_budget():
@@ -139,3 +140,22 @@ def test_a_worker_that_dies_is_named_and_the_run_stops(tmp_path):
                 pool.get()
         finally:
             pool.close()
+
+
+def test_arena_files_of_dead_processes_are_removed(tmp_path):
+    dead = subprocess_pid_that_exited()
+    orphan = tmp_path / f"{slots_module.PREFIX}{dead}-abc"
+    alive = tmp_path / f"{slots_module.PREFIX}{os.getpid()}-abc"
+    orphan.write_bytes(b"x")
+    alive.write_bytes(b"x")
+    assert slots_module.remove_orphans(str(tmp_path)) == [orphan.name]
+    assert not orphan.exists() and alive.exists()
+
+
+def subprocess_pid_that_exited() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid

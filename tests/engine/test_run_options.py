@@ -185,3 +185,34 @@ def test_compiled_model_gives_the_uncompiled_predictions(tmp_path):
     for unit in a:
         np.testing.assert_array_equal(a[unit]["top5_index"], b[unit]["top5_index"])
         np.testing.assert_allclose(a[unit]["top5_score"], b[unit]["top5_score"], atol=1e-5)
+
+
+class _StopAfter(TinyCNN):
+    """Raises KeyboardInterrupt (a Ctrl-C) once ``batches`` batches have run."""
+
+    def __init__(self, batches: int) -> None:
+        super().__init__(1000)
+        self.left = batches
+
+    def forward(self, x):
+        self.left -= 1
+        if self.left < 0:
+            raise KeyboardInterrupt
+        return super().forward(x)
+
+
+def test_an_interrupted_bf16_run_resumes_to_the_uninterrupted_columns(folder, tmp_path):
+    options = {**OPTIONS, "batch_size": 3, "corruptions": "fog,gaussian_noise", "precision": "bf16"}
+    reference = evaluate(TinyCNN(1000), "corrupted", folder, store=tmp_path / "ref", **options)
+    stopping = _StopAfter(5)  # 4 batches per unit: stops inside the second unit
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(stopping, "corrupted", folder, store=tmp_path / "s", **options)
+    stopping.left = 10**6
+    resumed = evaluate(stopping, "corrupted", folder, store=tmp_path / "s", **options)
+    assert 0 < resumed.units_computed < 3 and resumed.config["precision"] == "bf16"
+    with open_store(tmp_path / "s") as a, open_store(tmp_path / "ref") as b:
+        got, want = a.read_predictions(resumed.run_id), b.read_predictions(reference.run_id)
+    assert got.keys() == want.keys()
+    for unit in want:
+        for name in want[unit]:
+            np.testing.assert_array_equal(got[unit][name], want[unit][name])

@@ -121,8 +121,8 @@ def test_a_killed_drivers_run_reads_interrupted_and_its_units_are_taken_over(lab
             with open_store(store) as st:
                 runs = st.list_runs()
                 done = runs[0].n_units_done if runs else 0
-                if runs:
-                    assert runs[0].status == "running"
+                if runs:  # registered (pending) a moment before the driver marks it running
+                    assert runs[0].status in ("pending", "running")
     job.kill()
     job.wait()
     with open_store(store) as st:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from robustlab.engine import evaluate, load_result
-from robustlab.engine.report import format_result
+from robustlab.engine.result_text import format_result
 from robustlab.store import open_store
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_v1"
@@ -83,7 +83,7 @@ def test_showing_a_run_imports_no_renderer(old_store):
     import subprocess
     import sys
 
-    code = ("import sys, robustlab.engine as e; from robustlab.engine.report import format_result; "
+    code = ("import sys, robustlab.engine as e; from robustlab.engine.result_text import format_result; "
             "from robustlab.store import open_store\n"
             f"with open_store({str(old_store)!r}) as s:\n"
             f"    text = format_result(e.load_result(s, {EXPECTED['runs']['corrupted']['run_id']!r}))\n"

@@ -64,8 +64,11 @@ def test_cpu_smoke_of_every_part(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = json.loads(out.read_text())
     assert [p for p, v in record["parts"].items() if v["status"] != "ok"] == []
-    fly = record["parts"]["on_the_fly"]
-    assert set(fly["backends"]) == {"torch", "numpy"} and fly["clean_images_per_s"] > 0
+    engine = record["parts"]["engine"]
+    fp32 = engine["precisions"]["fp32"]
+    assert {"clean", "released", "on_the_fly_torch", "on_the_fly_numpy"} <= set(fp32)
+    assert all(fp32[k]["images_per_s"] > 0 and 0 < fp32[k]["fraction_of_model_alone"] for k in ("clean", "released"))
+    assert engine["stages_ms_per_image"] and engine["host_memory_target_mib"] == 2048
     assert record["parts"]["finetune"]["images_per_s"]["paper-noise"] > 0
     assert record["parts"]["stylize"]["written"] == 1
 

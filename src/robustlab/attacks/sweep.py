@@ -216,44 +216,64 @@ def epsilon_sweep(model: Classifier, data, eps: Sequence[float] = PAPER_EPS_GRID
                "seed": seed}
     settings = {k: options[k] for k in chosen.settings if k in options}
     dev = torch.device(device) if device is not None else model_device(model)
-    dtype = model_dtype(model)
     gen = torch.Generator().manual_seed(int(seed))
-    correct_chunks, fgsm_chunks, labels_all, pert_chunks, zero_chunks = [], [], [], [], []
-    in_range, total = True, 0
-    compare = compare_fgsm and chosen.name != "fgsm"
+    found = _attack_batches(model, data, grid, chosen, options, norm=norm, generator=gen, batch_size=batch_size,
+                            device=dev, compare=compare_fgsm and chosen.name != "fgsm")
+    if found.total == 0:
+        raise InputError("no samples to attack: the data is empty.")
+    correct = np.concatenate(found.correct, axis=1)
+    accuracy = correct.mean(axis=1)
+    perturbation = np.concatenate(found.perturbation, axis=1)
+    zero = np.concatenate(found.zero_gradient)
+    fgsm_acc = np.concatenate(found.fgsm, axis=1).mean(axis=1) if found.fgsm else None
+    sanity = _sanity(grid, accuracy, fgsm_acc, perturbation.max(axis=1), found.in_range, float(zero.mean()),
+                     found.total, attack, compare_fgsm)
+    for msg in sanity.warnings:
+        warnings.warn(msg, GradientMaskingWarning, stacklevel=2)
+    return SweepResult(chosen.name, norm, grid, accuracy, correct, np.concatenate(found.labels).astype(np.int64),
+                       sanity, settings, perturbation, zero)
+
+
+@dataclass
+class _Outcomes:
+    """What a sweep gathers batch by batch (numpy chunks, one per batch)."""
+
+    correct: list = field(default_factory=list)        # (E, B) bool under the chosen attack
+    fgsm: list = field(default_factory=list)           # (E, B) bool under FGSM, the masking check's reference
+    labels: list = field(default_factory=list)         # (B,)
+    perturbation: list = field(default_factory=list)   # (E, B) float32 sizes
+    zero_gradient: list = field(default_factory=list)  # (B,) bool
+    in_range: bool = True
+    total: int = 0
+
+
+def _attack_batches(model: Classifier, data, grid: np.ndarray, chosen: Attack, options: dict, *, norm: str,
+                    generator: torch.Generator, batch_size: int, device: torch.device, compare: bool) -> _Outcomes:
+    """Run ``chosen`` at every strength of ``grid`` on each batch of ``data`` (and FGSM too when
+    ``compare``), with the model in eval mode."""
+    found = _Outcomes()
+    dtype = model_dtype(model)
     with eval_mode(model):
         for xb, yb in _batches(data, batch_size):
-            xb = check_pixels(xb.to(dev, dtype), "images")
-            yb = check_labels(yb.to(dev), xb.shape[0], "labels")
-            total += xb.shape[0]
+            xb = check_pixels(xb.to(device, dtype), "images")
+            yb = check_labels(yb.to(device), xb.shape[0], "labels")
+            found.total += xb.shape[0]
             grad, logits = input_gradient(model, xb, yb, targeted=False)
             clean_ok = logits.argmax(1) == yb
-            zero_chunks.append((grad.flatten(1).abs().amax(1) == 0).cpu().numpy())
-            common = dict(norm=norm, generator=gen, batch_size=batch_size)
+            found.zero_gradient.append((grad.flatten(1).abs().amax(1) == 0).cpu().numpy())
+            common = dict(norm=norm, generator=generator, batch_size=batch_size)
             if compare:  # FGSM first, as a reference for the gradient-masking check
-                fgsm_chunks.append(get_attack("fgsm").grid(model, xb, yb, grid, clean_ok, grad, **common)[0]
-                                   .cpu().numpy())
+                found.fgsm.append(get_attack("fgsm").grid(model, xb, yb, grid, clean_ok, grad, **common)[0]
+                                  .cpu().numpy())
             ok, pert, still = chosen.grid(model, xb, yb, grid, clean_ok, grad, **common,
                                           **{k: v for k, v in options.items() if k in chosen.settings and k != "seed"})
             if chosen.name == "fgsm":
-                fgsm_chunks.append(ok.cpu().numpy())
-            in_range &= still
-            correct_chunks.append(ok.cpu().numpy())
-            pert_chunks.append(pert.numpy())
-            labels_all.append(yb.cpu().numpy())
-    if total == 0:
-        raise InputError("no samples to attack: the data is empty.")
-    correct = np.concatenate(correct_chunks, axis=1)
-    accuracy = correct.mean(axis=1)
-    perturbation = np.concatenate(pert_chunks, axis=1)
-    zero = np.concatenate(zero_chunks)
-    fgsm_acc = np.concatenate(fgsm_chunks, axis=1).mean(axis=1) if fgsm_chunks else None
-    sanity = _sanity(grid, accuracy, fgsm_acc, perturbation.max(axis=1), in_range, float(zero.mean()), total,
-                     attack, compare_fgsm)
-    for msg in sanity.warnings:
-        warnings.warn(msg, GradientMaskingWarning, stacklevel=2)
-    return SweepResult(chosen.name, norm, grid, accuracy, correct, np.concatenate(labels_all).astype(np.int64),
-                       sanity, settings, perturbation, zero)
+                found.fgsm.append(ok.cpu().numpy())
+            found.in_range &= still
+            found.correct.append(ok.cpu().numpy())
+            found.perturbation.append(pert.numpy())
+            found.labels.append(yb.cpu().numpy())
+    return found
 
 
 @register_attack("fgsm", single=fgsm)

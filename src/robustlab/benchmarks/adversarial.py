@@ -291,7 +291,7 @@ class AdversarialShow(Presentation):
         return notes
 
     def text(self, config: AdversarialConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         table = {(m, s): v for m, s, v in metrics}
         rows = []

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..corruptions.api import MIN_SIZE
 from ..corruptions.checks import parse_severities
+from ..corruptions.registry import corruption_baseline
 from ..corruptions.released import imagenet_c_folder, imagenet_c_settings, read_cifar_c
 from ..corruptions.views import corrupt_on_the_fly
 from ..data.classification import SizeCheckedSamples, class_folders, read_image_folder, resolve_class_map
@@ -140,7 +141,7 @@ def corruption_metrics(predictions: Mapping[str, Mapping[str, np.ndarray]], sett
             rows.append(("mean_error", c, float(np.mean(errs))))
     if cifar or not per_corruption:
         return rows
-    baseline = baseline or get_corruption_baseline(baseline_name)
+    baseline = baseline or corruption_baseline(baseline_name)
     known = [c for c in per_corruption if c in baseline.errors]
     # Per corruption, so one undefined ratio (a baseline error within its sampling error on a
     # small set) drops that corruption only; the rows below let corruption_notes say why.

@@ -340,7 +340,7 @@ class CBarShow(Presentation):
         return out
 
     def text(self, config: CBarConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         sev = list(config.severities)
         rows = [[name, pct(row.get("ce_bar"))] + [pct(row["errors"].get(str(s))) for s in sev]

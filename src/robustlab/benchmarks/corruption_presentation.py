@@ -225,7 +225,7 @@ def corruption_text(config: ImageNetCConfig | CorruptedConfig, summary: Mapping[
     """``robustlab show`` layout: per corruption CE, relative CE and the error per severity, then
     clean error, mCE, relative mCE and mean corruption accuracy (all in percent). Undefined
     ratios print ``n/a`` with the reason, never a number."""
-    from ..engine.report import pct, text_table
+    from ..engine.result_text import pct, text_table
 
     def ratio(row: Mapping[str, Any], key: str) -> str:
         return "n/a" if row.get(f"{key}_na") else pct(row.get(key))

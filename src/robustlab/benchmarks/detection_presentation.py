@@ -71,7 +71,7 @@ def detection_text(config: CorruptedDetectionConfig | MmdetResultsConfig, summar
                    metrics: Iterable[MetricRow]) -> list[str]:
     """``robustlab show`` layout: P / mPC / rPC, then the headline metric per corruption and
     severity with each corruption's mPC and rPC (percent)."""
-    from ..engine.report import pct, text_table
+    from ..engine.result_text import pct, text_table
 
     table = {(m, s): v for m, s, v in metrics}
     head = summary.get("headline") or config.headline
@@ -133,7 +133,7 @@ class DetectionPmkShow(Presentation):
                 "worst frame = lowest per-image AP)."]
 
     def text(self, config: DetectionPmkConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         t = {(m, s): v for m, s, v in metrics}
         if ("map_pmk", "") not in t:

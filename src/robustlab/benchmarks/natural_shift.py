@@ -546,7 +546,7 @@ class NaturalShiftShow(Presentation):
         return out
 
     def text(self, config: NaturalShiftConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
-        from ..engine.report import pct
+        from ..engine.result_text import pct
 
         lines = [f"{summary.get('set')}: {summary.get('classes')} classes"]
         pair = summary.get("accuracy_pair") or {}

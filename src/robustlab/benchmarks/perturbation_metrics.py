@@ -21,12 +21,12 @@ from ..metrics.stability import (
     flip_counts,
     flip_probability,
     frame_pairs,
-    get_stability_baseline,
     sequence_flip_probabilities,
     sequence_top5_distances,
     top5_distance,
 )
 from ..perturbations import get_perturbation
+from ..perturbations.registry import stability_baseline
 from .perturbation_config import FRAMES_COLUMN, parse_folder
 
 
@@ -113,7 +113,7 @@ def stability_metrics(predictions: Mapping[str, Mapping[str, np.ndarray]], *, st
     """
     rows: list[MetricRow] = []
     if baseline is None and setting == "imagenet":
-        baseline = get_stability_baseline(baseline_name)
+        baseline = stability_baseline(baseline_name)
     fr_terms: dict[int, dict] = {d: {} for d in strides}
     t5_terms: dict[int, dict] = {d: {} for d in strides}
     denominators: set[str] = set()

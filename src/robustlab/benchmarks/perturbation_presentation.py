@@ -76,7 +76,7 @@ STABILITY_LEGEND = ("FP = share of frame pairs whose top-1 prediction differs (%
 def stability_text(metrics: Iterable[MetricRow]) -> list[str]:
     """``robustlab show`` layout: per perturbation folder and difficulty (stride) the flip
     probability, the flip rate, the top-5 distance and its rate; then mFR and mT5D per difficulty."""
-    from ..engine.report import pct, text_table
+    from ..engine.result_text import pct, text_table
 
     summary = stability_summary(metrics)
 

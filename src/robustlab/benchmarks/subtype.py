@@ -185,7 +185,7 @@ class SubtypeShow(Presentation):
         return out
 
     def text(self, config: SubtypeConfig, summary: dict[str, Any], metrics: Iterable[MetricRow]) -> list[str]:
-        from ..engine.report import pct, text_table
+        from ..engine.result_text import pct, text_table
 
         lines = []
         for setting in SETTINGS:

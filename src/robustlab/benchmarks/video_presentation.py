@@ -66,7 +66,7 @@ def pmk_summary(metrics: Iterable[MetricRow]) -> dict[str, Any]:
 def pmk_text(summary: Mapping[str, Any], alpha: float = 0.05) -> list[str]:
     """``robustlab show`` layout: the pm-k curve over k with Clopper-Pearson intervals (and a text
     bar per k), the drop, accuracy per class, conditional accuracy and the static set."""
-    from ..engine.report import pct, text_table
+    from ..engine.result_text import pct, text_table
 
     if not summary:
         return []

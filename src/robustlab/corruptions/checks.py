@@ -14,12 +14,11 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import InputError
+from ..suites import SEVERITIES  # noqa: F401  (the severities of every corruption, mildest first)
 
 #: Smallest image side accepted (pixels). The references' kernels (plasma fractal, frost
 #: crops, zoom, glass blur windows) assume at least this much; imagecorruptions documents 32.
 MIN_SIZE = 32
-#: The severities of every corruption, mildest first.
-SEVERITIES = (1, 2, 3, 4, 5)
 
 
 def check_severity(severity: object) -> int:

@@ -36,6 +36,7 @@ reference kernels' output for the seeds it derives.)
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -45,8 +46,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import interrupts
-from ..data.builds import (TaskResult, check_destination, check_resume, output_lock, record_sources, running,
-                           source_changes, source_stamps, write_summary)
+from ..data.builds import (TaskResult, check_destination, check_resume, output_lock, renew_sources, running,
+                           write_summary)
 from ..data.cifar import find_test_batch
 from ..data.jobs import run_jobs, worker_count
 from ..errors import DataError, InputError
@@ -186,17 +187,19 @@ def corrupt_cifar(src: str | os.PathLike, dst: str | os.PathLike, settings: Corr
         return _write_locked(batch, images, labels, dst, settings, workers, progress, on_start)
 
 
+def _remove_arrays(dst: Path, settings: CorruptSettings, changed: list[str]) -> None:
+    """The CIFAR-10 test batch changed: every array made from it is stale."""
+    if changed:
+        for corruption in settings.corruptions:
+            (dst / f"{corruption}.npy").unlink(missing_ok=True)
+
+
 def _write_locked(batch: Path, images: np.ndarray, labels: np.ndarray, dst: Path, settings: CorruptSettings,
                   workers: int, progress, on_start) -> CorruptSummary:
     check_resume(dst, SUMMARY_NAME, settings, (*RESUME_KEYS, "release"), what="arrays")
     _remove_stale(dst)
     rows = 5 * len(images)
-    stamps = source_stamps(batch.parent, [batch.name])
-    changed, _ = source_changes(dst, stamps)
-    if changed:
-        for corruption in settings.corruptions:
-            (dst / f"{corruption}.npy").unlink(missing_ok=True)
-    record_sources(dst, stamps)
+    changed, _ = renew_sources(dst, batch.parent, [batch.name], functools.partial(_remove_arrays, dst, settings))
     summary = CorruptSummary(str(batch), str(dst), "cifar-10 test_batch", settings, len(images),
                              len(settings.corruptions) * rows, workers=workers)
     summary.sources_changed = changed

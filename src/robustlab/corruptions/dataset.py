@@ -38,6 +38,7 @@ output keeps its source's file name unless the extension contradicts the encodin
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -47,13 +48,13 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.builds import (BuildSummary, TaskResult, SourceFailure, check_destination, check_resume, output_lock,
-                           record_sources, run_with_progress, running, source_changes, source_stamps, write_summary)
+from ..data.builds import (BuildSummary, TaskResult, SourceFailure, SourceTask, check_destination, check_resume,
+                           check_unique_outputs, output_lock, renew_sources, run_source_task, run_with_progress,
+                           running, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.images import check_image, check_max_pixels, encode_image, read_image
 from ..data.jobs import run_jobs, worker_count
-from .. import interrupts
-from ..errors import DataError, InputError, RobustlabError
+from ..errors import InputError
 from ..fsutil import atomic_path, atomic_write_bytes, ensure_dir, is_temporary_name
 from .api import MIN_SIZE, corrupt_item
 from .checks import parse_severities
@@ -234,13 +235,8 @@ def output_path(dst: str | os.PathLike, item: WorkItem, fmt: str, release: str |
 
 def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
     """Raise InputError when two sources would be written to the same output name."""
-    seen: dict[PurePosixPath, PurePosixPath] = {}
-    for rel in images:
-        out = output_relative(rel, fmt)
-        if out in seen:
-            raise InputError(f"{seen[out]} and {rel} would both be written as {out} in {fmt} format; "
-                             "rename one of them or choose the other --format.")
-        seen[out] = rel
+    check_unique_outputs(images, lambda rel: output_relative(rel, fmt),
+                         f" in {fmt} format; rename one of them or choose the other --format.")
 
 
 def existing_outputs(dst: str | os.PathLike, corruption: str, severity: int, release: str | None = None) -> set[str]:
@@ -279,47 +275,35 @@ def pending_mask(dst: str | os.PathLike, images: Sequence[PurePosixPath], settin
 
 
 @dataclass(frozen=True)
-class Task:
-    source: str
-    dst: str
-    relative: str
+class Task(SourceTask):
     corruption: str
     severities: tuple[int, ...]
     settings: CorruptSettings
-    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
-    max_pixels: int | None = None
 
 
 def run_task(task: Task) -> TaskResult:
     """Read one source image, corrupt it at each severity, write the outputs atomically."""
+    return run_source_task(task.relative, functools.partial(_read_source, task), task.severities,
+                           functools.partial(_write_severity, task), lambda severity: f"{task.corruption}/{severity}")
+
+
+def _read_source(task: Task) -> np.ndarray:
     s = task.settings
-    try:
-        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
-                            min_size=MIN_SIZE)
-        geometry = release_geometry(s.release, s.keep_input_size)
-        if geometry is not None:
-            image = geometry(image)
-    except RobustlabError as exc:
-        return TaskResult(task.relative, 0, len(task.severities), "unreadable", str(exc))
-    written = 0
-    for severity in task.severities:
-        item = WorkItem(task.corruption, severity, PurePosixPath(task.relative))
-        try:
-            out = corrupt_item(image, item.corruption, severity, seed=s.seed, item=item.relative.as_posix(),
-                               profile=s.profile)
-            data = encode_image(out, s.format, quality=s.quality or 85)
-            # Atomic rename without fsync (as data.images.write_image): a killed process never
-            # leaves a truncated file; an fsync per image would dominate the run time.
-            with atomic_path(output_path(task.dst, item, s.format, s.release)) as tmp:
-                tmp.write_bytes(data)
-        except DataError:
-            raise  # the destination failed (disk full, permissions): stop the run, it is not this image
-        except Exception as exc:  # a kernel failed on this image: report it, keep going
-            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
-            return TaskResult(task.relative, written, len(task.severities) - written, "error",
-                              f"{item.corruption}/{severity}: {type(exc).__name__}: {exc}")
-        written += 1
-    return TaskResult(task.relative, written)
+    image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                        min_size=MIN_SIZE)
+    geometry = release_geometry(s.release, s.keep_input_size)
+    return image if geometry is None else geometry(image)
+
+
+def _write_severity(task: Task, image: np.ndarray, severity: int) -> None:
+    s = task.settings
+    item = WorkItem(task.corruption, severity, PurePosixPath(task.relative))
+    out = corrupt_item(image, item.corruption, severity, seed=s.seed, item=item.relative.as_posix(), profile=s.profile)
+    data = encode_image(out, s.format, quality=s.quality or 85)
+    # Atomic rename without fsync (as data.images.write_image): a killed process never leaves a
+    # truncated file; an fsync per image would dominate the run time.
+    with atomic_path(output_path(task.dst, item, s.format, s.release)) as tmp:
+        tmp.write_bytes(data)
 
 
 def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: CorruptSettings, *,
@@ -329,7 +313,8 @@ def iter_tasks(dataset: ImageDataset, dst: Path, mask: np.ndarray, settings: Cor
         for ci, c in enumerate(settings.corruptions):
             severities = tuple(sev for sev, todo in zip(settings.severities, mask[i, ci]) if todo)
             if severities:
-                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings, max_pixels)
+                yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), c, severities, settings,
+                           max_pixels=max_pixels)
 
 
 def run_tasks(tasks: Iterable[Task], workers: int) -> Iterator[TaskResult]:
@@ -465,10 +450,8 @@ def _corrupt_locked(dataset: ImageDataset, dst: Path, settings: CorruptSettings,
                     progress: ProgressCallback | None, on_start: Callable[[CorruptSummary, int], None] | None,
                     max_pixels: int | None) -> CorruptSummary:
     _check_resume(dst, settings)
-    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
-    changed, removed = source_changes(dst, stamps)
-    remove_outputs_of(dst, changed, settings.format)
-    record_sources(dst, stamps)
+    changed, removed = renew_sources(dst, dataset.root, (rel.as_posix() for rel in dataset.images),
+                                     lambda stale: remove_outputs_of(dst, stale, settings.format))
 
     per_image = len(settings.corruptions) * len(settings.severities)
     n_images = len(dataset.images) + len(dataset.missing)

@@ -28,7 +28,7 @@ from PIL import Image
 
 from ._gaussian import gaussian_filter
 from .ops import unit_to_uint8
-from ._legacy_random import draw_uniform
+from ._sampler_route import draw_uniform
 from ._pil_resample import box_resize, nearest_resize
 
 # --------------------------------------------------------------------------- severity tables

@@ -5,7 +5,7 @@ out, computed in float64 on ``image / 255.`` as both references do and truncated
 the end (``np.uint8``, no rounding). The noise is drawn from ``rs`` with the same calls, shapes
 and order as the references draw from the global ``np.random`` (through compiled copies of
 NumPy's samplers, :mod:`._legacy_random`, which make the same draws from the same stream and
-leave the same state, or through NumPy itself where that measures faster), so a seeded
+leave the same state, or through NumPy itself where that measures faster: :mod:`._sampler_route`), so a seeded
 RandomState gives bit-identical output to imagecorruptions 1.1.2 (and to hendrycks' scripts at
 their nominal sizes) - except impulse_noise, whose reference draws from scikit-image's own
 unseeded generator: here it is reproducible from ``rs`` and equal to the reference *in
@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from .ops import severity_param, unit_float, unit_value_to_uint8
-from ._legacy_random import draw_normal, draw_poisson_levels, draw_uniform
+from ._sampler_route import draw_normal, draw_poisson_levels, draw_uniform
 
 #: Standard deviation of the additive noise, in units of the [0, 1] intensity range.
 GAUSSIAN_SIGMA = {

@@ -35,7 +35,7 @@ import numpy as np
 from .exactmath import exp as exact_exp
 from .exactmath import pairwise_sum
 from ._gaussian import gaussian_filter
-from ._legacy_random import draw_randint
+from ._sampler_route import draw_randint
 
 __all__ = [
     "clipped_zoom", "disk_kernel", "gaussian_smooth", "glass_shuffle", "motion_blur",

@@ -6,9 +6,11 @@ by module for lazy loading) is its only record: its name, group, the sets it bel
 (``imagenet-c``, ``imagenet-c-bar``...), whether it is a benchmark or a held-out member, its
 published baseline errors (AlexNet's mean error on ImageNet-C), whether it can be seeded
 faithfully and its torch kernel. :func:`list_corruptions` and :func:`resolve_corruptions`, the
-CLI, the metrics' corruption subsets and baselines and the documentation's table iterate the
-registry; the order is the order of registration (the built-in ones first, in the ImageNet-C
-order), so a plugin's corruption is listed after them.
+CLI and the documentation's table iterate the registry; the order is the order of registration
+(the built-in ones first, in the ImageNet-C order), so a plugin's corruption is listed after them.
+ImageNet-C's names, groups and published errors are declared from the plain table
+:mod:`robustlab.suites`, where the metrics read their subsets and baseline (the metrics import no
+registry); :func:`corruption_baseline` adds a plugin's declared baseline errors to the metrics'.
 
 A *kernel* is ``kernel(image, severity, rs, profile) -> np.ndarray`` where ``image`` is a
 validated uint8 HxWx3 array, ``severity`` an int in 1..5, ``rs`` a
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -88,7 +90,8 @@ class Corruption:
         plugin's): each is a subset of :func:`list_corruptions`.
     baselines : mapping of str to float
         Published mean errors (fractions, over severities 1..5) by baseline name, e.g.
-        ``{"alexnet": 0.886}``; :func:`robustlab.metrics.get_corruption_baseline` collects them.
+        ``{"alexnet": 0.886}``: ImageNet-C's come from :mod:`robustlab.suites`, and
+        :func:`corruption_baseline` adds a plugin's to the metrics' built-in baseline.
     seedable : bool
         Seedable through a RandomState (False for impulse_noise, whose reference draws from
         scikit-image's own unseeded generator).
@@ -247,6 +250,18 @@ def published_errors(baseline: str) -> dict[str, float]:
     """``{corruption: mean error}`` that the registered corruptions declare for ``baseline``
     (e.g. ``"alexnet"``), in registration order."""
     return {c.name: float(c.baselines[baseline]) for c in registered() if baseline in c.baselines}
+
+
+def corruption_baseline(name: str = "alexnet"):
+    """The metrics' built-in corruption baseline ``name``
+    (:func:`robustlab.metrics.get_corruption_baseline`: ImageNet-C's published errors) with the
+    errors that other registered corruptions declare for it (a plugin's ``baselines={"alexnet": 0.8}``),
+    so a benchmark computes CE for a plugin's corruption against its declared baseline error."""
+    from ..metrics.corruption import get_corruption_baseline
+
+    base = get_corruption_baseline(name)
+    extra = {c: e for c, e in published_errors(name).items() if c not in base.errors}
+    return replace(base, errors=MappingProxyType({**base.errors, **extra})) if extra else base
 
 
 def corruption_table() -> str:

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import DataError
 from ._gaussian import gaussian_filter
 from .ops import clipped_zoom, motion_blur
-from ._legacy_random import draw_normal
+from ._sampler_route import draw_normal
 from ._plasma import next_power_of_two, plasma_fractal
 
 # --------------------------------------------------------------------------- severity tables
@@ -273,17 +273,23 @@ MUD = (63 / 255.0, 42 / 255.0, 20 / 255.0)
 _RIDGE_KERNEL = np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]])
 
 
-def _water_mask(liquid: np.ndarray, intensity: float) -> np.ndarray:
-    """Shaded water drops from the thresholded liquid layer (float64 HxW in, float32 HxW out)."""
-    liquid8 = (liquid * 255).astype(np.uint8)
+def water_ridges(liquid8: np.ndarray) -> np.ndarray:
+    """The shading of water drops, as the references compute it (spatter here and in the ImageNet-P
+    sequences): the distance to the uint8 liquid layer's Canny edges, truncated at 20, blurred,
+    equalised, embossed and blurred again (uint8 HxW in, float32 HxW out)."""
     dist = 255 - cv2.Canny(liquid8, 50, 150)
     dist = cv2.distanceTransform(dist, cv2.DIST_L2, 5)
     _, dist = cv2.threshold(dist, 20, 20, cv2.THRESH_TRUNC)
     dist = cv2.blur(dist, (3, 3)).astype(np.uint8)
     dist = cv2.equalizeHist(dist)
     dist = cv2.filter2D(dist, cv2.CV_8U, _RIDGE_KERNEL)
-    dist = cv2.blur(dist, (3, 3)).astype(np.float32)
-    mask = liquid8 * dist
+    return cv2.blur(dist, (3, 3)).astype(np.float32)
+
+
+def _water_mask(liquid: np.ndarray, intensity: float) -> np.ndarray:
+    """Shaded water drops from the thresholded liquid layer (float64 HxW in, float32 HxW out)."""
+    liquid8 = (liquid * 255).astype(np.uint8)
+    mask = liquid8 * water_ridges(liquid8)
     mask /= np.max(mask)
     mask *= np.float32(intensity)
     return mask

@@ -1,5 +1,7 @@
-"""What the dataset builders (``robustlab corrupt``, ``robustlab perturb``) share: the summary of
-a run, the failures it lists, and the resume check against the settings already on disk.
+"""What the dataset builders (``robustlab corrupt``, ``robustlab perturb``) share: the frame of one
+task (:func:`run_source_task`: read a source, write its outputs), the check that no two sources
+share an output, the summary of a run, the failures it lists, and the resume check against the
+settings already on disk.
 
 A builder writes ``DST/<summary file>`` (JSON) at the start and the end of a run. Rerunning
 into the same destination resumes it, but only with the settings that change the outputs
@@ -21,14 +23,16 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from .. import __version__, interrupts
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, RobustlabError
 from ..fsutil import atomic_write_text, explain_os_error
+
+T = TypeVar("T")
 
 #: The lock file a running builder holds in its destination (hidden: listings skip it).
 LOCK_NAME = ".robustlab.lock"
@@ -47,6 +51,18 @@ class TaskResult:
     failed: int = 0
     kind: str | None = None
     message: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceTask:
+    """What every builder task names: its source image, the destination root, the source's path
+    relative to its dataset (``/``-separated), and the largest image it may read, in pixels (None:
+    :data:`robustlab.data.images.DEFAULT_MAX_PIXELS`). Each builder adds what it makes of it."""
+
+    source: str
+    dst: str
+    relative: str
+    max_pixels: int | None = field(default=None, kw_only=True)
 
 
 @dataclass
@@ -155,6 +171,44 @@ class BuildSummary:
         d = asdict(self)
         d["settings"] = asdict(self.settings)
         return {"tool": self.tool, "version": __version__, **d}
+
+
+def run_source_task(relative: str, load: Callable[[], Any], outputs: Sequence[T], write: Callable[[Any, T], None],
+                    name: Callable[[T], str]) -> TaskResult:
+    """One builder task: load one source, then make each of its ``outputs`` in turn.
+
+    A source that ``load`` cannot read (a RobustlabError) produces nothing ("unreadable"). An
+    output whose ``write`` raises ends the task as "error", keeping the outputs written before it
+    and naming the output (``name(output)``); a Ctrl-C swallowed inside it still interrupts the
+    run, and a DataError (the destination failed: disk full, permissions) stops the run.
+    """
+    try:
+        source = load()
+    except RobustlabError as exc:
+        return TaskResult(relative, 0, len(outputs), "unreadable", str(exc))
+    written = 0
+    for output in outputs:
+        try:
+            write(source, output)
+        except DataError:
+            raise
+        except Exception as exc:  # a kernel or generator failed on this source: report it, keep going
+            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
+            return TaskResult(relative, written, len(outputs) - written, "error",
+                              f"{name(output)}: {type(exc).__name__}: {exc}")
+        written += 1
+    return TaskResult(relative, written)
+
+
+def check_unique_outputs(images: Iterable[T], output_name: Callable[[T], Any], advice: str) -> None:
+    """Raise InputError when two sources would be written to the same output name, ending the
+    message with ``advice`` (e.g. ``"; rename one of them."``)."""
+    seen: dict[Any, T] = {}
+    for rel in images:
+        out = output_name(rel)
+        if out in seen:
+            raise InputError(f"{seen[out]} and {rel} would both be written as {out}{advice}")
+        seen[out] = rel
 
 
 def check_resume(dst: Path, summary_name: str, settings: Any, resume_keys: tuple[str, ...], *,
@@ -305,6 +359,18 @@ def source_changes(dst: Path, stamps: dict[str, list[int]]) -> tuple[list[str], 
                         "another destination.") from exc
     changed = sorted(k for k, v in stamps.items() if k in old and old[k] != v)
     removed = sorted(k for k in old if k not in stamps)
+    return changed, removed
+
+
+def renew_sources(dst: Path, root: Path, relatives: Iterable[Any],
+                  remove_outputs: Callable[[list[str]], Any]) -> tuple[list[str], list[str]]:
+    """A builder's source check on (re)starting into ``dst``: the sources (changed, removed) since
+    the stamps recorded there; ``remove_outputs(changed)`` deletes what the changed ones made, so
+    it is made again; then the current stamps are recorded."""
+    stamps = source_stamps(root, relatives)
+    changed, removed = source_changes(dst, stamps)
+    remove_outputs(changed)
+    record_sources(dst, stamps)
     return changed, removed
 
 

@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import platform
 import re
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["X264_CPU_FLAGS", "X264_PRESETS", "encoder_record", "open_h264_stream", "x264_cpu_flags"]
+__all__ = ["X264_CPU_FLAGS", "X264_PRESETS", "encoder_record", "open_h264_stream", "write_h264", "x264_cpu_flags"]
 
 #: x264's presets, fastest first; every one is byte-reproducible with the pinned instruction sets.
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
@@ -124,6 +126,29 @@ def open_h264_stream(container, *, width: int, height: int, fps: int, crf: int, 
     return stream
 
 
+def write_h264(target: str | os.PathLike | BinaryIO, frames: np.ndarray, *, fps: int, crf: int,
+               preset: str = "medium", pix_fmt: str = "yuv420p", tune: str | None = None,
+               extra_params: str = "") -> None:
+    """Encode ``frames`` (uint8 (T, H, W, 3) RGB) as one reproducible H.264 stream in an mp4.
+
+    The one place robustlab writes a video: ``target`` is a path or a binary file object; frame
+    ``i`` has pts ``i``; the stream's settings are those of :func:`open_h264_stream`. Not atomic:
+    callers write to a temporary name (:func:`robustlab.fsutil.atomic_path`).
+    """
+    import av
+
+    with av.open(target if hasattr(target, "write") else str(target), mode="w", format="mp4") as container:
+        stream = open_h264_stream(container, width=int(frames.shape[2]), height=int(frames.shape[1]), fps=fps,
+                                  crf=crf, preset=preset, pix_fmt=pix_fmt, tune=tune, extra_params=extra_params)
+        for i, frame in enumerate(frames):
+            picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
+            picture.pts = i
+            for packet in stream.encode(picture):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
 @functools.lru_cache(maxsize=1)
 def encoder_record() -> dict:
     """What decides the bytes of an mp4, for a dataset's or run's record.
@@ -138,10 +163,8 @@ def encoder_record() -> dict:
     import av
 
     buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format="mp4") as container:
-        stream = open_h264_stream(container, width=16, height=16, fps=1, crf=23, pix_fmt="yuv444p")
-        frame = av.VideoFrame.from_ndarray(np.zeros((16, 16, 3), np.uint8), format="rgb24")
-        data = b"".join(bytes(p) for p in [*stream.encode(frame), *stream.encode()])
+    write_h264(buffer, np.zeros((1, 16, 16, 3), np.uint8), fps=1, crf=23, pix_fmt="yuv444p")
+    data = buffer.getvalue()
     match = re.search(rb"x264 - (core [0-9]+(?: r[0-9]+ [0-9a-f]+)?)", data)
     record = {"libx264": match.group(1).decode() if match else "unknown", "pyav": str(av.__version__)}
     record.update({name: ".".join(map(str, v)) for name, v in sorted(av.library_versions.items())

@@ -175,20 +175,11 @@ def _read_deep_tiff(path: Path, limit: int) -> np.ndarray | None:
     Floating-point, signed and other photometric interpretations (CIELab, LogLuv...) are
     refused: they have no defined 8-bit RGB.
     """
-    import logging
-
-    import tifffile
     from tifffile import PHOTOMETRIC
 
-    quiet = logging.getLogger("tifffile")
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)  # a damaged file is reported once, by Pillow's error below
-    try:
-        tif = tifffile.TiffFile(path)
-    except (tifffile.TiffFileError, ValueError, IndexError, KeyError, EOFError, MemoryError, struct.error):
+    tif = _open_tiff(path)
+    if tif is None:
         return None  # not a TIFF tifffile can parse: Pillow reports it as unreadable
-    finally:
-        quiet.setLevel(level)
     with tif:
         if not len(tif.pages):
             return None
@@ -206,28 +197,62 @@ def _read_deep_tiff(path: Path, limit: int) -> np.ndarray | None:
                             "convert it to an 8- or 16-bit image.")
         photometric = PHOTOMETRIC(page.photometric)
         colormap = page.colormap
-        axes = page.axes
-        simple = int(page.planarconfig) == 1 and (
-            (photometric in (PHOTOMETRIC.MINISBLACK, PHOTOMETRIC.MINISWHITE) and page.samplesperpixel == 1)
-            or (photometric == PHOTOMETRIC.RGB and page.samplesperpixel in (3, 4)))
-        try:
-            data = page.asarray()
-        except ValueError as exc:
-            if "imagecodecs" not in str(exc):
-                raise DataError(f"cannot decode the {bits}-bit TIFF {path}: {exc}. The file is damaged; "
-                                "re-export it.") from None
-            if not simple:  # OpenCV (libtiff) decodes only these layouts right
-                raise DataError(f"decoding the {bits}-bit TIFF {path} ({page.compression.name} compression, "
-                                f"{photometric.name}) needs the imagecodecs package: pip install imagecodecs, or "
-                                "save the image uncompressed or with deflate compression.") from None
-            data = _opencv_samples(path)
-        except Exception as exc:  # noqa: BLE001 - tifffile and its codecs raise many kinds for damaged data
-            raise DataError(f"cannot decode the {bits}-bit TIFF {path}: {type(exc).__name__}: {exc}. The file is "
-                            "damaged; re-export it.") from None
-        axes = axes if data.ndim == len(axes) else "YXS"[:data.ndim]
+        data = _page_samples(path, page, bits, photometric)
+    return _deep_to_rgb(path, data.reshape(height, width, -1), bits, photometric, colormap)
+
+
+def _open_tiff(path: Path):
+    """``tifffile.TiffFile(path)``, or None when tifffile cannot parse it (its log kept quiet: a
+    damaged file is reported once, by Pillow's error)."""
+    import logging
+
+    import tifffile
+
+    quiet = logging.getLogger("tifffile")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        return tifffile.TiffFile(path)
+    except (tifffile.TiffFileError, ValueError, IndexError, KeyError, EOFError, MemoryError, struct.error):
+        return None
+    finally:
+        quiet.setLevel(level)
+
+
+def _page_samples(path: Path, page, bits: int, photometric) -> np.ndarray:
+    """The samples of a deep TIFF page, samples last (tifffile; OpenCV for the simple layouts when
+    the compression needs imagecodecs and it is missing)."""
+    from tifffile import PHOTOMETRIC
+
+    axes = page.axes
+    simple = int(page.planarconfig) == 1 and (
+        (photometric in (PHOTOMETRIC.MINISBLACK, PHOTOMETRIC.MINISWHITE) and page.samplesperpixel == 1)
+        or (photometric == PHOTOMETRIC.RGB and page.samplesperpixel in (3, 4)))
+    try:
+        data = page.asarray()
+    except ValueError as exc:
+        if "imagecodecs" not in str(exc):
+            raise DataError(f"cannot decode the {bits}-bit TIFF {path}: {exc}. The file is damaged; "
+                            "re-export it.") from None
+        if not simple:  # OpenCV (libtiff) decodes only these layouts right
+            raise DataError(f"decoding the {bits}-bit TIFF {path} ({page.compression.name} compression, "
+                            f"{photometric.name}) needs the imagecodecs package: pip install imagecodecs, or "
+                            "save the image uncompressed or with deflate compression.") from None
+        data = _opencv_samples(path)
+    except Exception as exc:  # noqa: BLE001 - tifffile and its codecs raise many kinds for damaged data
+        raise DataError(f"cannot decode the {bits}-bit TIFF {path}: {type(exc).__name__}: {exc}. The file is "
+                        "damaged; re-export it.") from None
+    axes = axes if data.ndim == len(axes) else "YXS"[:data.ndim]
     if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
         data = np.moveaxis(data, axes.index("S"), -1)
-    data = data.reshape(height, width, -1)
+    return data
+
+
+def _deep_to_rgb(path: Path, data: np.ndarray, bits: int, photometric, colormap) -> np.ndarray:
+    """uint8 RGB of deep TIFF samples (H, W, S) by their photometric interpretation (see
+    :func:`_read_deep_tiff`)."""
+    from tifffile import PHOTOMETRIC
+
     maxval = (1 << bits) - 1
     if photometric in (PHOTOMETRIC.MINISBLACK, PHOTOMETRIC.MINISWHITE):
         grey = data[..., 0]

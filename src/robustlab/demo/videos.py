@@ -28,11 +28,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import av
 import cv2
 import numpy as np
 
-from ..data.h264 import open_h264_stream
+from ..data.h264 import write_h264
 from ..errors import InputError
 from ..fsutil import atomic_path, atomic_write_text, ensure_dir
 from ..seeding import derive_seed
@@ -175,16 +174,7 @@ def encode_h264(frames: np.ndarray, path: str | os.PathLike, fps: int = 24, crf:
     if frames.shape[1] % 2 or frames.shape[2] % 2:
         raise InputError(f"H.264 (yuv420p) needs even frame sides; got {frames.shape[2]}x{frames.shape[1]}.")
     with atomic_path(path) as tmp:
-        with av.open(str(tmp), "w", format="mp4") as container:
-            stream = open_h264_stream(container, width=int(frames.shape[2]), height=int(frames.shape[1]), fps=int(fps),
-                                      crf=crf, preset="medium", pix_fmt="yuv420p", extra_params=X264_PARAMS)
-            for i, frame in enumerate(frames):
-                vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
-                vf.pts = i
-                for packet in stream.encode(vf):
-                    container.mux(packet)
-            for packet in stream.encode():
-                container.mux(packet)
+        write_h264(tmp, frames, fps=int(fps), crf=crf, preset="medium", pix_fmt="yuv420p", extra_params=X264_PARAMS)
     return Path(path)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -15,6 +14,7 @@ from typing import Any
 from ..data.limits import limit_note
 from ..environment import describe_differences, distinct_environments
 from ..errors import InputError
+from ..formatting import json_number
 from ..models.preprocessing import Preprocessing
 from .benchmark import Benchmark, MetricRow, get_benchmark
 from .config import RunConfig
@@ -94,7 +94,7 @@ class EvaluationResult:
         return {
             "run_id": self.run_id, "model": self.model, "model_hash": (self.config or {}).get("model_hash"),
             "benchmark": self.benchmark, "dataset": self.dataset, "status": self.status, "config": self.config, "summary": _jsonable(self.summary),
-            "metrics": [{"name": n, "setting": s, "value": _num(v)} for n, s, v in self.metrics],
+            "metrics": [{"name": n, "setting": s, "value": json_number(v)} for n, s, v in self.metrics],
             "notes": list(self.notes),
             "problems": [{"unit": u, "sample_id": i, "message": m} for u, i, m in self.problems],
             "units_total": self.units_total, "units_computed": self.units_computed, "seconds": self.seconds,
@@ -104,8 +104,8 @@ class EvaluationResult:
         }
 
     def table(self) -> str:
-        """The metrics as a plain-text table (see :func:`robustlab.engine.report.format_result`)."""
-        from .report import format_result
+        """The metrics as a plain-text table (see :func:`robustlab.engine.result_text.format_result`)."""
+        from .result_text import format_result
 
         return format_result(self)
 
@@ -113,15 +113,11 @@ class EvaluationResult:
         return self.table()
 
 
-def _num(value: float) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, float):
-        return _num(value)
+        return json_number(value)
     return value
 
 

@@ -261,6 +261,9 @@ class BatchFeed:
 
     ``share(work)`` returns what a task carries as the unit's sample set (a handle to it in
     shared memory, for worker processes); a group's base is read from its first unit's.
+    Submits a task only when a slot is free and fewer than ``max_in_flight`` are out; at most
+    ``max_bases`` group slices hold their base images at once (the slot budget keeps one slot
+    free for their units, so the feed never stalls).
     """
 
     pool: LoadingPool
@@ -271,97 +274,112 @@ class BatchFeed:
     max_bases: int = 2
     _ids: Any = field(default_factory=lambda: iter(range(1 << 62)))
 
+    def __post_init__(self) -> None:
+        self.free: collections.deque[int] = collections.deque(range(self.arena.count))
+        self.use_slots = self.arena.count > 0
+        self.flights: dict[int, _Flight] = {}
+        self.ready: collections.deque[tuple[LoadTask, _Base | None]] = collections.deque()
+        self.open_bases = 0
+        self.pending: Slice | None = None
+        self.exhausted = False
+
     def __iter__(self) -> Iterator[LoadedBatch]:
-        free = collections.deque(range(self.arena.count))
-        use_slots = self.arena.count > 0
-        flights: dict[int, _Flight] = {}
-        ready: collections.deque[tuple[LoadTask, _Base | None]] = collections.deque()
-        open_bases = 0
-        pending: Slice | None = None
-        exhausted = False
-
-        def take_slot() -> int | None:
-            return free.popleft() if use_slots else None
-
-        def give_slot(slot: int | None) -> None:
-            if slot is not None:
-                free.append(slot)
-
-        def room() -> bool:
-            return len(flights) < self.max_in_flight and (not use_slots or bool(free))
-
-        def submit(task: LoadTask | ReadTask, flight: _Flight) -> None:
-            flights[task.id] = flight
-            self.pool.submit(task)
-
         while True:
-            while room():
-                if ready:
-                    task, base = ready.popleft()
-                    slot = take_slot()
-                    task = LoadTask(task.id, task.task, slot, task.base, task.depth)
-                    submit(task, _Flight("load", slot, base, task.task.unit))
-                    continue
-                if pending is None and not exhausted:
-                    pending = next(self.slices, None)
-                    exhausted = pending is None
-                if pending is None:
-                    break
-                if pending.depths is None:
-                    work = pending.members[0]
-                    slot = take_slot()
-                    task = LoadTask(next(self._ids), BatchTask(work.key, self.share(work), pending.start, pending.stop),
-                                    slot)
-                    submit(task, _Flight("load", slot, None, work.key))
-                    pending = None
-                    continue
-                if open_bases >= self.max_bases or (use_slots and len(free) < 2):
-                    break  # the members of the bases already read come first
-                slot = take_slot()
-                base = _Base(pending, slot)
-                first = pending.members[0]
-                task = ReadTask(next(self._ids), BatchTask(first.key, self.share(first), pending.start, pending.stop), slot,
-                                pending.depths[0])
-                open_bases += 1
-                submit(task, _Flight("read", slot, base))
-                pending = None
-            if not flights:
-                if ready or pending is not None:  # cannot happen with the slot budget of BatchFeed.build
+            self._fill()
+            if not self.flights:
+                if self.ready or self.pending is not None:  # the slot budget makes this impossible
                     raise RobustlabError("internal error: the loading feed stalled with work left; please report it.")
-                break
+                return
             result = self.pool.get()
-            flight = flights.pop(result.id)
+            flight = self.flights.pop(result.id)
             if result.error is not None:
                 raise_worker_error(result.error, flight.unit or "a base read")
             if flight.kind == "read":
-                base = flight.base
-                base.ref = result.base
-                members = base.slice.members
-                usable = result.base is not None and result.base.usable
-                base.left = len(members) if usable else 0
-                for work, depth in zip(members, base.slice.depths):
-                    batch = BatchTask(work.key, self.share(work), base.slice.start, base.slice.stop)
-                    ready.append((LoadTask(next(self._ids), batch, None, result.base if usable else None, depth),
-                                  base if usable else None))
-                if not usable:
-                    give_slot(flight.slot)
-                    open_bases -= 1
+                self._base_read(flight, result.base)
+            else:
+                yield self._loaded(flight, result.batch)
+
+    # --- submitting ------------------------------------------------------------------------------
+
+    def _take_slot(self) -> int | None:
+        return self.free.popleft() if self.use_slots else None
+
+    def _give_slot(self, slot: int | None) -> None:
+        if slot is not None:
+            self.free.append(slot)
+
+    def _room(self) -> bool:
+        return len(self.flights) < self.max_in_flight and (not self.use_slots or bool(self.free))
+
+    def _submit(self, task: LoadTask | ReadTask, flight: _Flight) -> None:
+        self.flights[task.id] = flight
+        self.pool.submit(task)
+
+    def _fill(self) -> None:
+        """Submit tasks while there is room: the units of bases already read first, then the next slice."""
+        while self._room():
+            if self.ready:
+                task, base = self.ready.popleft()
+                slot = self._take_slot()
+                self._submit(LoadTask(task.id, task.task, slot, task.base, task.depth),
+                             _Flight("load", slot, base, task.task.unit))
                 continue
-            loaded = result.batch
-            if isinstance(loaded.pixels, SlotRef):
-                loaded.pixels = self.arena.tensor(loaded.pixels)
-            done_base = flight.base
+            if self.pending is None and not self.exhausted:
+                self.pending = next(self.slices, None)
+                self.exhausted = self.pending is None
+            if self.pending is None or not self._start(self.pending):
+                return
+            self.pending = None
 
-            def release(slot=flight.slot, base=done_base) -> None:
-                nonlocal open_bases
-                give_slot(slot)
-                if base is not None:
-                    base.left -= 1
-                    if base.left == 0:
-                        give_slot(base.slot)
-                        open_bases -= 1
+    def _start(self, piece: Slice) -> bool:
+        """Submit a slice's first task: its load (one unit) or its base read (a group); False when
+        a group must wait for the units of the bases already read."""
+        if piece.depths is None:
+            work = piece.members[0]
+            slot = self._take_slot()
+            task = LoadTask(next(self._ids), BatchTask(work.key, self.share(work), piece.start, piece.stop), slot)
+            self._submit(task, _Flight("load", slot, None, work.key))
+            return True
+        if self.open_bases >= self.max_bases or (self.use_slots and len(self.free) < 2):
+            return False
+        slot = self._take_slot()
+        first = piece.members[0]
+        task = ReadTask(next(self._ids), BatchTask(first.key, self.share(first), piece.start, piece.stop), slot,
+                        piece.depths[0])
+        self.open_bases += 1
+        self._submit(task, _Flight("read", slot, _Base(piece, slot)))
+        return True
 
-            yield LoadedBatch(loaded, release)
+    # --- results ---------------------------------------------------------------------------------
+
+    def _base_read(self, flight: _Flight, ref: BaseRef | None) -> None:
+        """A group slice's base is read: queue its units' loads from it (from their own files when
+        the images could not be kept in one slot)."""
+        base = flight.base
+        base.ref = ref
+        usable = ref is not None and ref.usable
+        base.left = len(base.slice.members) if usable else 0
+        for work, depth in zip(base.slice.members, base.slice.depths):
+            batch = BatchTask(work.key, self.share(work), base.slice.start, base.slice.stop)
+            self.ready.append((LoadTask(next(self._ids), batch, None, ref if usable else None, depth),
+                               base if usable else None))
+        if not usable:
+            self._give_slot(flight.slot)
+            self.open_bases -= 1
+
+    def _loaded(self, flight: _Flight, batch) -> LoadedBatch:
+        if isinstance(batch.pixels, SlotRef):
+            batch.pixels = self.arena.tensor(batch.pixels)
+
+        def release(slot=flight.slot, base=flight.base) -> None:
+            self._give_slot(slot)
+            if base is not None:
+                base.left -= 1
+                if base.left == 0:
+                    self._give_slot(base.slot)
+                    self.open_bases -= 1
+
+        return LoadedBatch(batch, release)
 
 
 def raise_worker_error(error: tuple[str, str], where: str) -> None:

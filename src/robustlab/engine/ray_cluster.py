@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..formatting import compact_number
 
 #: Name prefix of inference actors (listed to count what other robustlab runs hold).
 ACTOR_PREFIX = "robustlab-infer"
@@ -61,9 +62,9 @@ class ClusterView:
 
     def describe(self) -> str:
         """``"3 CPU available of 5 on 3 nodes"`` (and GPUs when there are any)."""
-        parts = [f"{_num(self.available('CPU'))} CPU available of {_num(self.total('CPU'))}"]
+        parts = [f"{compact_number(self.available('CPU'))} CPU available of {compact_number(self.total('CPU'))}"]
         if self.total("GPU"):
-            parts.append(f"{_num(self.available('GPU'))} GPU of {_num(self.total('GPU'))}")
+            parts.append(f"{compact_number(self.available('GPU'))} GPU of {compact_number(self.total('GPU'))}")
         return f"{', '.join(parts)} on {len(self.nodes)} node(s)"
 
 
@@ -83,10 +84,6 @@ class ActorPlan:
     def describe(self) -> str:
         per = "1 GPU" if self.gpu else "1 CPU"
         return f"{self.actors} inference actor(s) ({per} each) and {self.load_slots} load slot(s) (1 CPU each)"
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"
 
 
 def snapshot(ray) -> ClusterView:
@@ -156,9 +153,10 @@ def plan_actors(view: ClusterView, actors: int | str | None = None, workers: int
     cpus_free = cpus_total - view.other_actor_cpus
     held = ""
     if view.other_actor_cpus or view.other_actor_gpus:
-        held = (f"; other robustlab runs' inference actors hold {_num(view.other_actor_cpus)} CPU"
-                f"{' and ' + _num(view.other_actor_gpus) + ' GPU' if view.other_actor_gpus else ''}")
-    where = f"{_num(cpus_total)} CPU and {_num(view.total('GPU'))} GPU on {len(view.nodes)} node(s){held}"
+        held = (f"; other robustlab runs' inference actors hold {compact_number(view.other_actor_cpus)} CPU"
+                f"{' and ' + compact_number(view.other_actor_gpus) + ' GPU' if view.other_actor_gpus else ''}")
+    where = (f"{compact_number(cpus_total)} CPU and {compact_number(view.total('GPU'))} GPU on {len(view.nodes)} "
+             f"node(s){held}")
     fix = ("Add a node or resources (`ray start --address HEAD:PORT --num-cpus N` on another machine), use fewer "
            "actors (--actors), or run on one machine with --executor local")
     auto = actors is None or actors == "auto"

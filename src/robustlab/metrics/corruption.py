@@ -41,10 +41,9 @@ import warnings
 
 import numpy as np
 
-from ..corruptions.checks import SEVERITIES
-from ..corruptions.registry import list_corruptions, published_errors
 from ..errors import InputError
 from ..registry import Registry
+from ..suites import ALEXNET_C_SOURCE, ALEXNET_CLEAN_ERROR, CORRUPTION_SUBSETS, IMAGENET_C_CORRUPTIONS, SEVERITIES
 from ._checks import (
     as_fraction_array,
     check_fraction,
@@ -85,15 +84,16 @@ __all__ = [
 ]
 
 #: The 15 benchmark corruptions of ImageNet-C, by group (noise, blur, weather, digital), the 4
-#: held-out (validation) ones and all 19: from the corruption registry, where each is declared.
-BENCHMARK_CORRUPTIONS: tuple[str, ...] = tuple(list_corruptions("benchmark"))
-HOLDOUT_CORRUPTIONS: tuple[str, ...] = tuple(list_corruptions("holdout"))
-ALL_CORRUPTIONS: tuple[str, ...] = tuple(list_corruptions("all"))
+#: held-out (validation) ones and all 19: from the plain table :mod:`robustlab.suites`, which the
+#: corruption catalog declares with the kernels.
+BENCHMARK_CORRUPTIONS: tuple[str, ...] = CORRUPTION_SUBSETS["benchmark"]
+HOLDOUT_CORRUPTIONS: tuple[str, ...] = CORRUPTION_SUBSETS["holdout"]
+ALL_CORRUPTIONS: tuple[str, ...] = CORRUPTION_SUBSETS["all"]
 #: Severities per corruption.
 N_SEVERITIES = len(SEVERITIES)
 
 #: The subset names :func:`corruption_subset` accepts.
-SUBSETS = ("benchmark", "common", "holdout", "validation", "all")
+SUBSETS = tuple(CORRUPTION_SUBSETS)
 
 ErrorsLike = Mapping[str, Any]
 
@@ -107,7 +107,7 @@ def corruption_subset(subset: str | tuple[str, ...] | list[str]) -> tuple[str, .
                 f"unknown corruption subset {subset!r}; use one of {', '.join(SUBSETS)} "
                 "or give a list of corruption names."
             )
-        return tuple(list_corruptions(subset))
+        return CORRUPTION_SUBSETS[subset]
     names = tuple(subset)
     if not names:
         raise InputError("the corruption subset is empty: give at least one corruption name.")
@@ -176,9 +176,9 @@ _BASELINES.add(
     "alexnet",
     CorruptionBaseline(
         name="alexnet",
-        errors=MappingProxyType(published_errors("alexnet")),  # declared with each corruption
-        clean_error=0.435,
-        source="Hendrycks & Dietterich (ICLR 2019), AlexNet errors on ImageNet-C (mean over severities)",
+        errors=MappingProxyType({c.name: c.alexnet for c in IMAGENET_C_CORRUPTIONS}),
+        clean_error=ALEXNET_CLEAN_ERROR,
+        source=ALEXNET_C_SOURCE,
     ),
 )
 

@@ -22,17 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from ..corruptions.cbar.tables import SETS
 from ..errors import InputError, unknown_name
+from ..suites import CBAR_TABLES
 from ._checks import as_fraction_array
 from .corruption import CorruptionBaseline, corruption_errors
 
 __all__ = ["CBAR_BASELINES", "CBAR_SETS", "CBarSummary", "PUBLISHED_CBAR_ERRORS", "cbar_summary",
            "get_cbar_baseline", "mce_bar"]
 
-#: The corruptions of each released set, in the order of the paper's Table 2 (from the sets'
-#: declaration, :data:`robustlab.corruptions.cbar.tables.SETS`).
-CBAR_SETS: dict[str, tuple[str, ...]] = {name: tuple(table) for name, table in SETS.items()}
+#: The corruptions of each released set, in the order of the paper's Table 2 (from the sets' plain
+#: table, :data:`robustlab.suites.CBAR_TABLES`, which the C-bar catalog declares too).
+CBAR_SETS: dict[str, tuple[str, ...]] = {name: tuple(table) for name, table in CBAR_TABLES.items()}
 
 _SOURCE = "Mintun, Kirillov & Xie (NeurIPS 2021), Table 2"
 

@@ -51,8 +51,8 @@ from typing import Any, Union
 import numpy as np
 
 from ..errors import InputError
-from ..perturbations.registry import list_perturbations, published_values
 from ..registry import Registry
+from ..suites import ALEXNET_P_SOURCE, IMAGENET_P_PERTURBATIONS, PERTURBATION_SUBSETS
 from ._checks import (
     as_bounded_array,
     as_float_array,
@@ -97,12 +97,12 @@ __all__ = [
 ]
 
 #: The 10 test and 4 validation perturbations of ImageNet-P, all 14, and those whose sequences are
-#: independent noise draws (compared with frame 0): from the perturbation registry, where each is
-#: declared.
-TEST_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("test"))
-VALIDATION_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("validation"))
-ALL_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("all"))
-NOISE_PERTURBATIONS: tuple[str, ...] = tuple(list_perturbations("noise"))
+#: independent noise draws (compared with frame 0): from the plain table :mod:`robustlab.suites`,
+#: which the perturbation catalog declares with the generators.
+TEST_PERTURBATIONS: tuple[str, ...] = PERTURBATION_SUBSETS["test"]
+VALIDATION_PERTURBATIONS: tuple[str, ...] = PERTURBATION_SUBSETS["validation"]
+ALL_PERTURBATIONS: tuple[str, ...] = PERTURBATION_SUBSETS["all"]
+NOISE_PERTURBATIONS: tuple[str, ...] = PERTURBATION_SUBSETS["noise"]
 
 #: The subset names :func:`perturbation_subset` accepts.
 SUBSETS = ("test", "benchmark", "validation", "holdout", "all")
@@ -115,7 +115,7 @@ def perturbation_subset(subset: str | list[str] | tuple[str, ...]) -> tuple[str,
             raise InputError(
                 f"unknown perturbation subset {subset!r}; use one of {', '.join(SUBSETS)} or a list of names."
             )
-        return tuple(list_perturbations(subset))
+        return PERTURBATION_SUBSETS[subset]
     names = tuple(subset)
     if not names:
         raise InputError("the perturbation subset is empty: give at least one perturbation name.")
@@ -384,14 +384,13 @@ class StabilityBaseline:
 
 
 _BASELINES: Registry[StabilityBaseline] = Registry("stability baseline")
-_ALEXNET_FP, _ALEXNET_T5D = published_values("alexnet")  # declared with each perturbation
 _BASELINES.add(
     "alexnet",
     StabilityBaseline(
         name="alexnet",
-        flip_probability=MappingProxyType(_ALEXNET_FP),
-        top5_distance=MappingProxyType(_ALEXNET_T5D),
-        source="Hendrycks & Dietterich (ICLR 2019), AlexNet on ImageNet-P",
+        flip_probability=MappingProxyType({p.name: p.flip_probability for p in IMAGENET_P_PERTURBATIONS}),
+        top5_distance=MappingProxyType({p.name: p.top5_distance for p in IMAGENET_P_PERTURBATIONS}),
+        source=ALEXNET_P_SOURCE,
     ),
 )
 

@@ -50,8 +50,8 @@ def code_identity(module_name: str) -> str:
     files = local_sources(module_name)
     h = hashlib.sha256()
     for path in sorted(files):
-        _update(h, "file", Path(path).name.encode())
-        _update(h, "source", files[path])
+        update_tagged(h, "file", Path(path).name.encode())
+        update_tagged(h, "source", files[path])
     return f"source:{h.hexdigest()}"
 
 
@@ -194,7 +194,9 @@ def _dist_version(top: str) -> str | None:
     return None
 
 
-def _update(h: Any, tag: str, data: bytes) -> None:
+def update_tagged(h: Any, tag: str, data: bytes | memoryview) -> None:
+    """Feed ``tag`` and ``data`` to the hash ``h``, length-prefixed, so adjacent fields can never
+    run into each other (the model identity's hashes)."""
     h.update(tag.encode())
     h.update(len(data).to_bytes(8, "little"))
     h.update(data)

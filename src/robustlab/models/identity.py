@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .code_identity import class_identity, code_identity
+from .code_identity import class_identity, code_identity, update_tagged
 from .protocol import ModelAdapter
 from .registry import get_source, split_spec
 from .sources import load_model
@@ -114,11 +114,11 @@ def model_hash(model: nn.Module) -> str:
         local = code_identity(cls.__module__).startswith("source:")
         described.append({"path": path, "class": class_identity(cls),
                           "attributes": _data_attributes(module) if local else _attributes(module)})
-    _update(h, "modules", _canonical_json(described).encode())
+    update_tagged(h, "modules", _canonical_json(described).encode())
     if isinstance(model, nn.Module):
         hash_state(h, model)
     else:  # a bare callable
-        _update(h, "callable", _canonical_json(_value(model)).encode())
+        update_tagged(h, "callable", _canonical_json(_value(model)).encode())
     return h.hexdigest()
 
 
@@ -150,10 +150,10 @@ def hash_state(h: Any, model: nn.Module) -> None:
             tensor = value.detach()
             if tensor.is_sparse:
                 tensor = tensor.to_dense()
-            _update(h, "tensor", f"{key}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
-            _update(h, "bytes", tensor_bytes(tensor))
+            update_tagged(h, "tensor", f"{key}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
+            update_tagged(h, "bytes", tensor_bytes(tensor))
         else:  # extra state saved by a module (get_extra_state)
-            _update(h, "value", f"{key}|{_canonical_json(_value(value))}".encode())
+            update_tagged(h, "value", f"{key}|{_canonical_json(_value(value))}".encode())
 
 
 def tensor_bytes(tensor: torch.Tensor) -> memoryview:
@@ -258,10 +258,3 @@ def _as_dict(preprocessing: Any) -> Any:
 
 def _canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
-
-
-def _update(h: Any, tag: str, data: bytes | memoryview) -> None:
-    """Length-prefixed update, so adjacent fields can never run into each other."""
-    h.update(tag.encode())
-    h.update(len(data).to_bytes(8, "little"))
-    h.update(data)

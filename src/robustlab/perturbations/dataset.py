@@ -26,6 +26,7 @@ released (``gaussian_noise_2``). The behaviour is that of ``robustlab corrupt``:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -34,14 +35,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..data.builds import (BuildSummary, TaskResult, check_destination, check_resume, output_lock, record_sources,
-                           run_with_progress, running, source_changes, source_stamps, write_summary)
+from ..data.builds import (BuildSummary, SourceTask, TaskResult, check_destination, check_resume,
+                           check_unique_outputs, output_lock, renew_sources, run_source_task, run_with_progress,
+                           running, write_summary)
 from ..data.folders import ImageDataset, discover_dataset
 from ..data.h264 import X264_PRESETS
 from ..data.images import check_image, check_max_pixels, read_image
 from ..data.jobs import run_jobs, worker_count
-from .. import interrupts
-from ..errors import DataError, InputError, RobustlabError, unknown_name
+from ..errors import InputError, unknown_name
 from ..fsutil import ensure_dir
 from ..seeding import derive_seed
 from .api import MIN_SIZE, generate
@@ -116,14 +117,9 @@ def sequence_seed(seed: int, relative: PurePosixPath | str, perturbation: str, d
 
 
 @dataclass(frozen=True)
-class Task:
-    source: str
-    dst: str
-    relative: str
+class Task(SourceTask):
     perturbations: tuple[str, ...]
     settings: PerturbSettings
-    #: Largest source image read, in pixels (None: robustlab.data.images.DEFAULT_MAX_PIXELS).
-    max_pixels: int | None = None
 
 
 def perturb_image(image, relative: str, perturbation: str, settings: PerturbSettings):
@@ -134,39 +130,29 @@ def perturb_image(image, relative: str, perturbation: str, settings: PerturbSett
 
 def run_task(task: Task) -> TaskResult:
     """Read one source image, generate each pending perturbation, write the sequences atomically."""
+    return run_source_task(task.relative, functools.partial(_read_source, task), task.perturbations,
+                           functools.partial(_write_sequence, task), str)
+
+
+def _read_source(task: Task):
+    image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
+                        min_size=MIN_SIZE)
+    if task.settings.setting == "cifar" and image.shape[0] != image.shape[1]:
+        raise InputError(f"image {task.source} is {image.shape[1]}x{image.shape[0]}; the cifar setting needs "
+                         "square images (CIFAR-10 is 32x32).")
+    return image
+
+
+def _write_sequence(task: Task, image, name: str) -> None:
     s = task.settings
-    try:
-        image = check_image(read_image(task.source, max_pixels=task.max_pixels), name=f"image {task.source}",
-                            min_size=MIN_SIZE)
-        if s.setting == "cifar" and image.shape[0] != image.shape[1]:
-            raise InputError(f"image {task.source} is {image.shape[1]}x{image.shape[0]}; the cifar setting needs "
-                             "square images (CIFAR-10 is 32x32).")
-    except RobustlabError as exc:
-        return TaskResult(task.relative, 0, len(task.perturbations), "unreadable", str(exc))
-    written = 0
-    for name in task.perturbations:
-        try:
-            frames = perturb_image(image, task.relative, name, s)
-            write_sequence(sequence_path(task.dst, s.folder(name), task.relative, s.format), frames, s.format,
-                           noise=get_perturbation(name).noise, preset=s.preset)
-        except DataError:
-            raise  # the destination failed (disk full, permissions): stop the run
-        except Exception as exc:  # a generator or encoder failed on this image: report it, keep going
-            interrupts.check()  # unless it failed because Ctrl-C was swallowed inside it
-            return TaskResult(task.relative, written, len(task.perturbations) - written, "error",
-                              f"{name}: {type(exc).__name__}: {exc}")
-        written += 1
-    return TaskResult(task.relative, written)
+    frames = perturb_image(image, task.relative, name, s)
+    write_sequence(sequence_path(task.dst, s.folder(name), task.relative, s.format), frames, s.format,
+                   noise=get_perturbation(name).noise, preset=s.preset)
 
 
 def check_output_names(images: Iterable[PurePosixPath], fmt: str) -> None:
     """InputError when two sources would share one output (``x.jpg`` and ``x.png`` -> ``x.mp4``)."""
-    seen: dict[PurePosixPath, PurePosixPath] = {}
-    for rel in images:
-        out = sequence_name(rel, fmt)
-        if out in seen:
-            raise InputError(f"{seen[out]} and {rel} would both be written as {out}; rename one of them.")
-        seen[out] = rel
+    check_unique_outputs(images, lambda rel: sequence_name(rel, fmt), "; rename one of them.")
 
 
 def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings, *,
@@ -178,7 +164,7 @@ def iter_tasks(dataset: ImageDataset, dst: Path, settings: PerturbSettings, *,
         if len(todo) < len(settings.perturbations):
             yield len(settings.perturbations) - len(todo)
         if todo:
-            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings, max_pixels)
+            yield Task(str(dataset.path_of(rel)), str(dst), rel.as_posix(), todo, settings, max_pixels=max_pixels)
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -280,10 +266,8 @@ def _perturb_locked(dataset: ImageDataset, dst: Path, settings: PerturbSettings,
                     progress: ProgressCallback | None, on_start: Callable[[PerturbSummary], None] | None,
                     max_pixels: int | None) -> PerturbSummary:
     _check_resume(dst, settings)
-    stamps = source_stamps(dataset.root, (rel.as_posix() for rel in dataset.images))
-    changed, removed = source_changes(dst, stamps)
-    remove_sequences_of(dst, changed, settings.format)
-    record_sources(dst, stamps)
+    changed, removed = renew_sources(dst, dataset.root, (rel.as_posix() for rel in dataset.images),
+                                     lambda stale: remove_sequences_of(dst, stale, settings.format))
     n = len(dataset.images)
     summary = PerturbSummary(str(dataset.root), str(dst), dataset.layout, settings, n,
                              n * len(settings.perturbations), workers=workers)

@@ -42,8 +42,9 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..data.h264 import encoder_record, open_h264_stream
+from ..data.h264 import encoder_record, write_h264
 from ..data.images import encode_image, read_image
+from ..data.video_reader import open_video
 from ..errors import DataError, InputError
 from ..fsutil import TMP_SUFFIX, atomic_path, atomic_write_npy, ensure_dir, is_temporary_name
 from ..safeload import load_npy
@@ -121,18 +122,8 @@ def is_sequence_entry(entry: os.DirEntry | Path) -> bool:
 def encode_mp4(path: str | os.PathLike, frames: np.ndarray, *, noise: bool = False, crf: int | None = None,
                fps: int = MP4_FPS, preset: str = MP4_PRESET, pix_fmt: str = MP4_PIX_FMT) -> None:
     """Encode ``frames`` (uint8 (T, H, W, 3)) as H.264 MP4 at ``path`` (not atomic; see :func:`write_mp4`)."""
-    import av
-
-    t, h, w, _ = frames.shape
     crf = (MP4_NOISE_CRF if noise else MP4_CRF) if crf is None else crf
-    with av.open(str(path), mode="w", format="mp4") as container:
-        stream = open_h264_stream(container, width=w, height=h, fps=fps, crf=crf, preset=preset, pix_fmt=pix_fmt,
-                                  tune="grain" if noise else None)
-        for frame in frames:
-            for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+    write_h264(path, frames, fps=fps, crf=crf, preset=preset, pix_fmt=pix_fmt, tune="grain" if noise else None)
 
 
 def encoder_versions() -> dict:
@@ -251,17 +242,12 @@ def _png_frames(folder: Path, *, check: bool = True) -> list[Path]:
 
 def decode_video(path: str | os.PathLike) -> np.ndarray:
     """All frames of a video file as uint8 (T, H, W, 3) RGB (DataError naming the file on failure)."""
-    import av
-
     p = Path(path)
     if not p.is_file():
         raise DataError(f"sequence file {p} does not exist; check the path.")
     try:
-        with av.open(str(p)) as container:
-            if not container.streams.video:
-                raise DataError(f"{p} has no video stream; it is not a perturbation video.")
-            stream = container.streams.video[0]
-            stream.thread_type = "AUTO"
+        no_stream = f"{p} has no video stream; it is not a perturbation video."
+        with open_video(p, no_stream=no_stream) as (container, stream):
             frames = [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
     except DataError:
         raise

@@ -9,15 +9,16 @@ frame by frame, so metrics compare consecutive frames.
 A registration is the perturbation's only record: noise or temporal, test or validation, its
 frame counts, AlexNet's published flip probability and top-5 distance (the denominators of FR
 and T5D) and its generator (a function, or ``"module:function"`` imported on first use, so
-naming perturbations never loads the generators). The subsets, the metrics' tables and the
-documentation's table derive from it.
+naming perturbations never loads the generators). The subsets and the documentation's table
+derive from it; ImageNet-P's names and published values come from :mod:`robustlab.suites`, which
+the metrics read too.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -132,6 +133,22 @@ def published_values(baseline: str) -> tuple[dict[str, float], dict[str, float]]
     perturbations declare for ``baseline`` (e.g. ``"alexnet"``)."""
     values = {p.name: p.baselines[baseline] for p in registered() if baseline in p.baselines}
     return {n: float(v[0]) for n, v in values.items()}, {n: float(v[1]) for n, v in values.items()}
+
+
+def stability_baseline(name: str = "alexnet"):
+    """The metrics' built-in ImageNet-P baseline ``name``
+    (:func:`robustlab.metrics.get_stability_baseline`: the published values) with the flip
+    probabilities and top-5 distances that other registered perturbations declare for it (a plugin's
+    ``baselines={"alexnet": (0.1, 2.0)}``)."""
+    from ..metrics.stability import get_stability_baseline
+
+    base = get_stability_baseline(name)
+    flips, distances = published_values(name)
+    extra = [p for p in flips if p not in base.flip_probability]
+    if not extra:
+        return base
+    return replace(base, flip_probability=MappingProxyType({**base.flip_probability, **{p: flips[p] for p in extra}}),
+                   top5_distance=MappingProxyType({**base.top5_distance, **{p: distances[p] for p in extra}}))
 
 
 def frame_count(name: str, setting: str = "imagenet") -> int:

@@ -35,6 +35,7 @@ from PIL import Image
 from skimage import color as skcolor
 
 from ..corruptions.ops import clipped_zoom, gaussian_smooth, motion_blur
+from ..corruptions.weather import water_ridges
 from ._geometry import affine_crop, center_crop, resize_shorter, tilt_crop, translate_crop
 
 CROP = {"imagenet": 224, "cifar": None}
@@ -212,14 +213,7 @@ def spatter(image, rng, setting, difficulty):
     frames = []
     for _ in range(31):
         li = (layer * 255).astype(np.uint8)
-        dist = 255 - cv2.Canny(li, 50, 150)
-        dist = cv2.distanceTransform(dist, cv2.DIST_L2, 5)
-        _, dist = cv2.threshold(dist, 20, 20, cv2.THRESH_TRUNC)
-        dist = cv2.blur(dist, (3, 3)).astype(np.uint8)
-        dist = cv2.equalizeHist(dist)
-        dist = cv2.filter2D(dist, cv2.CV_8U, np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]]))
-        dist = cv2.blur(dist, (3, 3)).astype(np.float32)
-        m = li * dist
+        m = li * water_ridges(li)
         m = m / np.max(m) if np.max(m) > 0 else m
         m = (m * 0.6)[..., None]
         frames.append(_trunc(np.clip(x + m * _WATER, 0, 1)))

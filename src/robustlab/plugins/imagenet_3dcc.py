@@ -37,7 +37,7 @@ from robustlab.engine.classification import error_rows, setting_counts
 from robustlab.engine.options import (ALLOW_INCOMPLETE, CLASS_MAP, CLASSES_PER_UNIT, CLEAN_DATA, LIMIT, SAVE_LOGITS,
                                       SEVERITIES, TOP_K, Option, check_positive, class_map_config)
 from robustlab.engine.presentation import HeadlineMetric, Presentation, register_presentation
-from robustlab.engine.report import text_table
+from robustlab.engine.result_text import text_table
 from robustlab.engine.setting import Setting, setting_of
 from robustlab.errors import DataError, unknown_name
 from robustlab.report import figures as F

@@ -38,7 +38,7 @@ from robustlab.engine.config import RunConfig, conditional
 from robustlab.engine.options import (ALLOW_INCOMPLETE, CLASSES_PER_UNIT, LIMIT, SAVE_LOGITS, TOP_K, Option,
                                       check_positive)
 from robustlab.engine.presentation import HeadlineMetric, Presentation, register_presentation
-from robustlab.engine.report import text_table
+from robustlab.engine.result_text import text_table
 from robustlab.engine.setting import Setting, setting_of
 from robustlab.errors import DataError, unknown_name
 from robustlab.report import figures as F

@@ -120,7 +120,7 @@ def merge_notes(notes: Sequence[str]) -> list[str]:
 
 
 def label(result) -> str:
-    """Legend label of a run: its model's short name (:func:`run_labels` tells runs of one model apart)."""
+    """Legend label of a run: its model's name, shortened (:func:`run_labels` adds what tells runs apart)."""
     return short_model(result.model)
 
 

@@ -4,6 +4,8 @@ Modules, in the order data flows:
 
 - :mod:`.tasks`: read and check the TASKS file (``review_tasks.jsonl`` of ``robustlab video sample``);
 - :mod:`.schema`: the database's tables and prebuilt statements;
+- :mod:`.answers`: what the database hands out (users, answers, where an annotator stands) and
+  its refusals (an answer for another round, or made on an older version);
 - :mod:`.database`: users, sessions, answers and their versions, round state and its log, on
   SQLite or PostgreSQL;
 - :mod:`.security`: argon2 password hashes, signed cookies, CSRF tokens, the login rate limit;

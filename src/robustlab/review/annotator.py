@@ -1,7 +1,7 @@
 """The annotator's routes: the task page, saving and undoing an answer, and the page's small API.
 
 Only an answer given on the current state of its task is saved. Every page that can submit
-carries the version of the answer it shows (``base``, :func:`robustlab.review.database.version_token`):
+carries the version of the answer it shows (``base``, :func:`robustlab.review.answers.version_token`):
 the task page, the page an undo shows (its address names the version the undo left), and a
 draft the page's script restores (the version it was made on). A different answer made on an
 older version is refused with 409 and links to the task as it is now. An undo page shown again
@@ -36,11 +36,21 @@ BASE = re.compile(r"^v\d{1,12}$")
 def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
     """``/review``, ``/answer``, ``/undo``, and the page's API (:func:`add_annotator_api`)."""
     add_annotator_api(app, pages)
-    service, task_set = pages.service, pages.task_set
-    render, session_of, require = pages.render, pages.session_of, pages.require
-    redirect, read_form = pages.redirect, pages.read_form
+    views = AnnotatorViews(pages)
+    add_task_route(app, pages, views)
+    add_answer_routes(app, pages, views)
 
-    def class_index(value: str) -> int:
+
+class AnnotatorViews:
+    """The annotator's page and the answer fields it sends (a form, or an undo's query)."""
+
+    def __init__(self, pages: Pages) -> None:
+        self.pages = pages
+        self.service, self.task_set = pages.service, pages.task_set
+
+    def class_index(self, value: str) -> int:
+        """An added label, typed as a class number or a class name of the set."""
+        task_set = self.task_set
         text = value.strip()
         if re.fullmatch(r"\d{1,9}", text):
             return int(text)
@@ -50,17 +60,18 @@ def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
         raise InputError(f"added label {text[:40]!r} is not a class number"
                          + (" or class name" if task_set.class_names else "") + " of this set.")
 
-    def answer_fields(form) -> dict:
+    def answer_fields(self, form) -> dict:
+        """The answer's fields of a form (or query): ticked and typed added labels as class indices."""
         typed = [v for v in str(form.get("added_labels_text") or "").replace(";", ",").split(",") if v.strip()]
-        added = sorted({class_index(str(v)) for v in [*form.getlist("added_labels"), *typed]})
+        added = sorted({self.class_index(str(v)) for v in [*form.getlist("added_labels"), *typed]})
         return {"label_correct": form.get("label_correct"), "similarity": form.get("similarity"),
                 "reason": form.get("reason"), "added_labels": added}
 
-    def undone_fields(request: Request) -> dict:
+    def undone_fields(self, request: Request) -> dict:
         """The removed answer an undo shows again (query values, checked like an answer)."""
         q = request.query_params
         try:
-            fields = answer_fields(q)
+            fields = self.answer_fields(q)
         except InputError as exc:
             raise HTTPProblem(400, str(exc)) from None
         for name, allowed in (("label_correct", LABEL_ANSWERS), ("similarity", SIMILARITY_ANSWERS),
@@ -69,17 +80,24 @@ def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
                 raise HTTPProblem(400, f"{name} must be one of {', '.join(allowed)}; got {str(fields[name])[:40]!r}.")
         return fields
 
-    def annotator_page(session: Session, index: int | None, status: int = 200, message: str = "",
-                       given: dict | None = None, undone: dict | None = None, undone_base: str = "") -> HTMLResponse:
+    def page(self, session: Session, index: int | None, status: int = 200, message: str = "",
+             given: dict | None = None, undone: dict | None = None, undone_base: str = "") -> HTMLResponse:
+        """Task ``index`` (None: the round is done) as the annotator sees it now."""
         try:
-            view = service.view(session.user, index)
+            view = self.service.view(session.user, index)
         except RoundMismatch as exc:
             raise HTTPProblem(404, str(exc), links=(("/review", "your next task"),)) from exc
         stale_undo = bool(undone) and undone_base != view.base   # the task changed since the undo
-        return render("review.html", status, session=session, view=view, round=view.round, done=view.done,
-                      total=view.total, message=message, given=given or {},
-                      undone={} if stale_undo else undone or {}, stale_undo=stale_undo,
-                      class_names=task_set.class_names, class_name=task_set.class_name)
+        task_set = self.task_set
+        return self.pages.render("review.html", status, session=session, view=view, round=view.round,
+                                 done=view.done, total=view.total, message=message, given=given or {},
+                                 undone={} if stale_undo else undone or {}, stale_undo=stale_undo,
+                                 class_names=task_set.class_names, class_name=task_set.class_name)
+
+
+def add_task_route(app: FastAPI, pages: Pages, views: AnnotatorViews) -> None:
+    """``GET /review``: the annotator's next task, or task N (with an undone answer filled in)."""
+    service, session_of, require, redirect = pages.service, pages.session_of, pages.require, pages.redirect
 
     @app.get("/review", response_class=HTMLResponse)
     async def review(request: Request, task: str | None = None, undone: str | None = None, base: str = ""):
@@ -98,7 +116,12 @@ def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
             nxt = service.next_task(session.user)
             if nxt is not None:   # every task has its own address: Back shows that task, nothing else
                 return redirect(f"/review?task={nxt}")
-        return annotator_page(session, index, undone=undone_fields(request) if undone else None, undone_base=base)
+        return views.page(session, index, undone=views.undone_fields(request) if undone else None, undone_base=base)
+
+
+def add_answer_routes(app: FastAPI, pages: Pages, views: AnnotatorViews) -> None:
+    """``POST /answer`` (save an answer, then the next task) and ``POST /undo``."""
+    service, session_of, redirect, read_form = pages.service, pages.session_of, pages.redirect, pages.read_form
 
     @app.post("/answer")
     async def answer(request: Request):
@@ -117,7 +140,7 @@ def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
         base = None if base is None else str(base)[:64]
         fields = None
         try:
-            fields = answer_fields(form)
+            fields = views.answer_fields(form)
             changed = service.submit(session.user, index, rnd, fields, base)
         except RoundMismatch as exc:
             raise HTTPProblem(409, str(exc), links=(("/review", "your next task"),)) from exc
@@ -129,7 +152,7 @@ def add_annotator_routes(app: FastAPI, pages: Pages) -> None:
                 raise HTTPProblem(400, str(exc)) from exc
             given = fields or {**{k: form.get(k) for k in ("label_correct", "similarity", "reason")},
                                "added_labels": []}
-            return annotator_page(session, index, 400, str(exc), given=given)
+            return views.page(session, index, 400, str(exc), given=given)
         nxt = service.next_task(session.user)
         target = "/review" if nxt is None else f"/review?task={nxt}"
         if wants_json(request):

@@ -147,21 +147,9 @@ def add_error_pages(app: FastAPI, pages: Pages) -> None:
 
 
 def add_login_routes(app: FastAPI, pages: Pages) -> None:
-    """``/`` (the login page), ``/login``, ``/logout``."""
-    service = pages.service
-    render, session_of, require, check_csrf = pages.render, pages.session_of, pages.require, pages.check_csrf
-    redirect, read_form = pages.redirect, pages.read_form
-    cookie, home_of, limiter, login_signer = pages.cookie, pages.home_of, pages.limiter, pages.login_signer
-
-    def login_page(request: Request, status: int = 200, message: str = "", name: str = "",
-                   headers: dict | None = None, next_url: str = "", notice: str = "") -> HTMLResponse:
-        token = new_token()
-        response = render("login.html", status, csrf=token, message=message, name=name, session=None,
-                          next_url=next_url if SAFE_NEXT.match(next_url or "") else "", notice=notice)
-        cookie(response, LOGIN_COOKIE, login_signer.dumps({"csrf": token}), LOGIN_COOKIE_SECONDS)
-        for k, v in (headers or {}).items():
-            response.headers[k] = v
-        return response
+    """``/`` (the login page), ``/login`` (:func:`log_in`), ``/logout``."""
+    service, session_of, require, redirect = pages.service, pages.session_of, pages.require, pages.redirect
+    read_form = pages.read_form
 
     # Each route does its blocking work (database, argon2, templates) in one worker-thread hop.
 
@@ -172,9 +160,10 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
             raise HTTPProblem(400, "expired and unknown must be 1 or absent.")
         session = session_of(request)
         if session is not None and not unknown:
-            return redirect(next_url if next_url.startswith(home_of(session.user)) else home_of(session.user))
+            home = pages.home_of(session.user)
+            return redirect(next_url if next_url.startswith(home) else home)
         notice = LOGIN_NOTICES["unknown"] if unknown else LOGIN_NOTICES["expired"] if expired else ""
-        return login_page(request, next_url=next_url, notice=notice)
+        return login_page(pages, next_url=next_url, notice=notice)
 
     @app.get("/", response_class=HTMLResponse)
     async def index(request: Request, next: str = "", expired: str = "", unknown: str = ""):
@@ -182,47 +171,7 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
 
     @app.post("/login")
     async def login(request: Request):
-        return await run_in_threadpool(login_work, request, await read_form(request))
-
-    def login_work(request: Request, form: FormData):
-        expected = login_signer.loads(request.cookies.get(LOGIN_COOKIE), max_age=LOGIN_COOKIE_SECONDS)
-        given = form.get(CSRF_FIELD)
-        next_url = str(form.get("next") or "")
-        next_url = next_url if SAFE_NEXT.match(next_url) else ""
-        if not expected or not same_token(str(given) if given else None, expected.get("csrf")):
-            return login_page(request, 403, "the login form expired: try again.", next_url=next_url)
-        browser = str(form.get(BROWSER_FIELD) or "")
-        if not BROWSER_KEY.match(browser):
-            return login_page(request, 400, "this login form needs JavaScript and the browser's local storage (a "
-                              "session is tied to the browser that logged in): turn them on for this site and "
-                              "reload the page.", next_url=next_url)
-        name = str(form.get("username") or "").strip()[:64]
-        password = str(form.get("password") or "")
-        key = login_key(name)
-        ticket, wait = limiter.begin(key)   # checks the limit and counts this attempt, atomically
-        if ticket is None:
-            return login_page(request, 429, f"too many wrong passwords for {name!r}: wait {wait} s before trying "
-                              "again.", name, headers={"Retry-After": str(wait)}, next_url=next_url)
-        found = service.db.user_with_hash(name) if name else None
-        ok, rehash = verify_password(found[1] if found else None, password)
-        if not ok:
-            return login_page(request, 401, "wrong user name or password.", name, next_url=next_url)
-        limiter.succeeded(key, ticket)
-        user = found[0]
-        if rehash:
-            service.db.set_password_hash(user.name, hash_password(password))
-        # A new session id at every login, tied to this browser; the session this browser carried
-        # (if any, e.g. a cookie planted by someone else) ends on the server.
-        old = session_of(request)
-        if old is not None:
-            service.db.delete_session(old.id_hash)
-        sid, csrf = new_token(), new_token()
-        service.db.create_session(user.name, token_hash(sid), csrf)
-        target = next_url if next_url.startswith(home_of(user)) else home_of(user)
-        response = redirect(target)
-        pages.session_cookie(response, sid, browser)
-        response.delete_cookie(LOGIN_COOKIE, path="/")
-        return response
+        return await run_in_threadpool(log_in, pages, request, await read_form(request))
 
     @app.post("/logout")
     async def logout(request: Request):
@@ -230,11 +179,67 @@ def add_login_routes(app: FastAPI, pages: Pages) -> None:
 
     def logout_work(request: Request, form: FormData):
         session = session_of(request)
-        check_csrf(require(session), form, request)
+        pages.check_csrf(require(session), form, request)
         service.db.delete_session(session.id_hash)
         response = redirect("/")
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
+
+
+def login_page(pages: Pages, status: int = 200, message: str = "", name: str = "",
+               headers: dict | None = None, next_url: str = "", notice: str = "") -> HTMLResponse:
+    """The login form, with a new CSRF token in its own signed cookie."""
+    token = new_token()
+    response = pages.render("login.html", status, csrf=token, message=message, name=name, session=None,
+                            next_url=next_url if SAFE_NEXT.match(next_url or "") else "", notice=notice)
+    pages.cookie(response, LOGIN_COOKIE, pages.login_signer.dumps({"csrf": token}), LOGIN_COOKIE_SECONDS)
+    for k, v in (headers or {}).items():
+        response.headers[k] = v
+    return response
+
+
+def log_in(pages: Pages, request: Request, form: FormData) -> Response:
+    """``POST /login``: check the form's token, the browser key, the rate limit and the password;
+    then a new session, tied to this browser, and the user's page (or ``next``)."""
+    service = pages.service
+    expected = pages.login_signer.loads(request.cookies.get(LOGIN_COOKIE), max_age=LOGIN_COOKIE_SECONDS)
+    given = form.get(CSRF_FIELD)
+    next_url = str(form.get("next") or "")
+    next_url = next_url if SAFE_NEXT.match(next_url) else ""
+    if not expected or not same_token(str(given) if given else None, expected.get("csrf")):
+        return login_page(pages, 403, "the login form expired: try again.", next_url=next_url)
+    browser = str(form.get(BROWSER_FIELD) or "")
+    if not BROWSER_KEY.match(browser):
+        return login_page(pages, 400, "this login form needs JavaScript and the browser's local storage (a "
+                          "session is tied to the browser that logged in): turn them on for this site and "
+                          "reload the page.", next_url=next_url)
+    name = str(form.get("username") or "").strip()[:64]
+    password = str(form.get("password") or "")
+    key = login_key(name)
+    ticket, wait = pages.limiter.begin(key)   # checks the limit and counts this attempt, atomically
+    if ticket is None:
+        return login_page(pages, 429, f"too many wrong passwords for {name!r}: wait {wait} s before trying "
+                          "again.", name, headers={"Retry-After": str(wait)}, next_url=next_url)
+    found = service.db.user_with_hash(name) if name else None
+    ok, rehash = verify_password(found[1] if found else None, password)
+    if not ok:
+        return login_page(pages, 401, "wrong user name or password.", name, next_url=next_url)
+    pages.limiter.succeeded(key, ticket)
+    user = found[0]
+    if rehash:
+        service.db.set_password_hash(user.name, hash_password(password))
+    # A new session id at every login, tied to this browser; the session this browser carried
+    # (if any, e.g. a cookie planted by someone else) ends on the server.
+    old = pages.session_of(request)
+    if old is not None:
+        service.db.delete_session(old.id_hash)
+    sid, csrf = new_token(), new_token()
+    service.db.create_session(user.name, token_hash(sid), csrf)
+    home = pages.home_of(user)
+    response = pages.redirect(next_url if next_url.startswith(home) else home)
+    pages.session_cookie(response, sid, browser)
+    response.delete_cookie(LOGIN_COOKIE, path="/")
+    return response
 
 
 def add_frame_routes(app: FastAPI, pages: Pages) -> None:
@@ -266,12 +271,6 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
     """``/admin``: the overview, a pair's answers, the round changes, the export and finalize."""
     service, task_set = pages.service, pages.task_set
     render, session_of, require = pages.render, pages.session_of, pages.require
-    redirect, read_form = pages.redirect, pages.read_form
-
-    def admin_page(session: Session, status: int = 200, notice: str = "", error: str = "",
-                   refresh: int = ADMIN_REFRESH_SECONDS) -> HTMLResponse:
-        return render("admin.html", status, session=session, o=service.overview(), message=notice,
-                      error=error, class_name=task_set.class_name, now=time.strftime("%H:%M:%S"), refresh=refresh)
 
     @app.get("/admin", response_class=HTMLResponse)
     async def admin(request: Request, done: str = "", n: str | None = None, refresh: str | None = None):
@@ -283,7 +282,8 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
         count = int_param(n, "n") or 0
         seconds = int_param(refresh, "refresh", lo=1, hi=3600) or ADMIN_REFRESH_SECONDS
         session = require(session_of(request), "admin", next_url="/admin")
-        return admin_page(session, notice=DONE_NOTICES[done].format(n=count) if done else "", refresh=seconds)
+        return admin_page(pages, session, notice=DONE_NOTICES[done].format(n=count) if done else "",
+                          refresh=seconds)
 
     @app.get("/admin/pair", response_class=HTMLResponse)
     async def admin_pair(request: Request, task: str | None = None):
@@ -303,49 +303,7 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
 
     @app.get("/admin/confirm/{action}", response_class=HTMLResponse)
     async def admin_confirm(request: Request, action: str):
-        return await run_in_threadpool(admin_confirm_work, request, action)
-
-    def admin_confirm_work(request: Request, action: str, status: int = 200, error: str = ""):
-        if action not in CONFIRM_ACTIONS:
-            raise HTTPProblem(404, f"nothing to confirm called {action[:40]!r}; the actions are "
-                                   f"{', '.join(CONFIRM_ACTIONS)}.")
-        session = require(session_of(request), "admin", next_url="/admin")
-        state = service.completeness()
-        return render("confirm.html", status, session=session, action=action, state=state,
-                      incomplete=describe_incomplete(state), round=state.round, error=error,
-                      pending=len(service.pending_round2()) if state.round == 1 else None,
-                      round2_answers=len(service.db.answers(round=2)) if state.round == 2 else 0,
-                      finalizable=task_set.finalizable)
-
-    def admin_action(action: str):
-        """Register ``POST /admin/{action}``: the work runs for an admin session with a valid CSRF
-        token and ``confirm=yes``; without the confirmation the admin is sent to its confirm page."""
-        def register(work):
-            def checked(request: Request, form: FormData):
-                session = pages.check_post(session_of(request), form, request, "admin", next_url="/admin")
-                if form.get("confirm") != "yes":
-                    return redirect(f"/admin/confirm/{action}")
-                return work(request, form, session)
-
-            async def route(request: Request):
-                return await run_in_threadpool(checked, request, await read_form(request))
-
-            app.post(f"/admin/{action}", name=f"admin_{action}")(route)
-            return work
-        return register
-
-    @admin_action("round2")
-    def admin_round2_work(request: Request, form: FormData, session: Session):
-        opened, n = service.open_round2(by=session.user.name)
-        return redirect(f"/admin?done={'round2' if opened else 'round2-already'}&n={n}")
-
-    @admin_action("round1")
-    def admin_round1_work(request: Request, form: FormData, session: Session):
-        try:
-            reopened = service.reopen_round1(by=session.user.name)
-        except RoundChangeRefused as exc:
-            return admin_confirm_work(request, "round1", 409, str(exc))
-        return redirect(f"/admin?done={'round1' if reopened else 'round1-already'}")
+        return await run_in_threadpool(confirm_page, pages, request, action)
 
     @app.get("/admin/export.jsonl")
     async def admin_export(request: Request):
@@ -357,17 +315,77 @@ def add_admin_routes(app: FastAPI, pages: Pages) -> None:
         return Response(body, media_type="application/x-ndjson",
                         headers={"Content-Disposition": 'attachment; filename="reviews.jsonl"'})
 
-    @admin_action("finalize")
+    add_admin_actions(app, pages)
+
+
+def admin_page(pages: Pages, session: Session, status: int = 200, notice: str = "", error: str = "",
+               refresh: int = ADMIN_REFRESH_SECONDS) -> HTMLResponse:
+    """The admin's overview (progress, agreement, reasons, disagreements, actions)."""
+    return pages.render("admin.html", status, session=session, o=pages.service.overview(), message=notice,
+                        error=error, class_name=pages.task_set.class_name, now=time.strftime("%H:%M:%S"),
+                        refresh=refresh)
+
+
+def confirm_page(pages: Pages, request: Request, action: str, status: int = 200, error: str = "") -> HTMLResponse:
+    """``GET /admin/confirm/{action}``: what is incomplete, and the form that does ``action``."""
+    service = pages.service
+    if action not in CONFIRM_ACTIONS:
+        raise HTTPProblem(404, f"nothing to confirm called {action[:40]!r}; the actions are "
+                               f"{', '.join(CONFIRM_ACTIONS)}.")
+    session = pages.require(pages.session_of(request), "admin", next_url="/admin")
+    state = service.completeness()
+    return pages.render("confirm.html", status, session=session, action=action, state=state,
+                        incomplete=describe_incomplete(state), round=state.round, error=error,
+                        pending=len(service.pending_round2()) if state.round == 1 else None,
+                        round2_answers=len(service.db.answers(round=2)) if state.round == 2 else 0,
+                        finalizable=pages.task_set.finalizable)
+
+
+def admin_action(app: FastAPI, pages: Pages, action: str):
+    """Register ``POST /admin/{action}``: the work runs for an admin session with a valid CSRF
+    token and ``confirm=yes``; without the confirmation the admin is sent to its confirm page."""
+    def register(work):
+        def checked(request: Request, form: FormData):
+            session = pages.check_post(pages.session_of(request), form, request, "admin", next_url="/admin")
+            if form.get("confirm") != "yes":
+                return pages.redirect(f"/admin/confirm/{action}")
+            return work(request, form, session)
+
+        async def route(request: Request):
+            return await run_in_threadpool(checked, request, await pages.read_form(request))
+
+        app.post(f"/admin/{action}", name=f"admin_{action}")(route)
+        return work
+    return register
+
+
+def add_admin_actions(app: FastAPI, pages: Pages) -> None:
+    """``POST /admin/round2``, ``/admin/round1`` and ``/admin/finalize`` (each confirmed first)."""
+    service, redirect = pages.service, pages.redirect
+
+    @admin_action(app, pages, "round2")
+    def admin_round2_work(request: Request, form: FormData, session: Session):
+        opened, n = service.open_round2(by=session.user.name)
+        return redirect(f"/admin?done={'round2' if opened else 'round2-already'}&n={n}")
+
+    @admin_action(app, pages, "round1")
+    def admin_round1_work(request: Request, form: FormData, session: Session):
+        try:
+            reopened = service.reopen_round1(by=session.user.name)
+        except RoundChangeRefused as exc:
+            return confirm_page(pages, request, "round1", 409, str(exc))
+        return redirect(f"/admin?done={'round1' if reopened else 'round1-already'}")
+
+    @admin_action(app, pages, "finalize")
     def admin_finalize_work(request: Request, form: FormData, session: Session):
         try:
             service.finalize(require_anchor_review=form.get("require_anchor_review") == "on",
                              accept_incomplete=form.get("accept_incomplete") == "on", by=session.user.name)
         except IncompleteReview as exc:
-            return admin_confirm_work(request, "finalize", 409, str(exc))
+            return confirm_page(pages, request, "finalize", 409, str(exc))
         except DataError as exc:
-            return admin_page(session, 400, error=str(exc))
+            return admin_page(pages, session, 400, error=str(exc))
         return redirect("/admin?done=finalized")
-
 
 
 __all__ = ["CSP", "MAX_BODY_BYTES", "Session", "create_app", "int_param"]

@@ -32,17 +32,25 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import InputError, StoreError
-from ..store.database import Database
+from ..store.database import Database, upsert_statement
 from ..store.location import StoreLocation, resolve_location
-from ..store.store import upsert_statement
 from ..video.review import REASONS, REVIEW_DB, ROUNDS, ReviewRecord
+from .answers import (
+    AnnotatorState,
+    Answer,
+    RoundChangeRefused,
+    RoundMismatch,
+    StaleAnswer,
+    User,
+    answer_from_row,
+    version_token,
+)
 from .schema import (
     ANSWER_AT,
     ANSWER_FIELDS,
@@ -70,6 +78,10 @@ from .schema import (
     users,
 )
 
+__all__ = ["DEFAULT_FILE", "ROLES", "SCHEMA_VERSION", "SESSION_SECONDS", "AnnotatorState", "Answer",
+           "ReviewDatabase", "RoundChangeRefused", "RoundMismatch", "StaleAnswer", "User", "check_user_name",
+           "open_review_database", "review_location", "version_token"]
+
 SCHEMA_VERSION = "1"
 DEFAULT_FILE = REVIEW_DB
 ROLES = ("annotator", "admin")
@@ -77,102 +89,6 @@ ROLES = ("annotator", "admin")
 RESERVED_NAMES = ("joint", "admin-export", "anonymous")
 #: Sessions end this many seconds after login (the user logs in again).
 SESSION_SECONDS = 12 * 3600
-
-
-@dataclass(frozen=True)
-class User:
-    """A user of the review app (the password hash stays in the database layer)."""
-
-    name: str
-    role: str
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One saved answer of one annotator in one round (the fields of a review record)."""
-
-    round: int
-    annotator: str
-    anchor: str
-    frame: str
-    label_correct: str
-    similarity: str | None
-    reason: str | None
-    added_labels: tuple[int, ...]
-    answered_at: float
-    task_index: int = -1
-
-    @property
-    def pair(self) -> tuple[str, str]:
-        """``(anchor, frame)``."""
-        return (self.anchor, self.frame)
-
-    def to_record(self) -> ReviewRecord:
-        """The answer as a :class:`~robustlab.video.review.ReviewRecord` (ISO 8601 UTC timestamp)."""
-        stamp = iso_time(self.answered_at)
-        return ReviewRecord(annotator=self.annotator, anchor=self.anchor, frame=self.frame,
-                            label_correct=self.label_correct, round=self.round,
-                            similarity=None if self.anchor == self.frame else self.similarity,
-                            reason=self.reason, added_labels=self.added_labels, timestamp=stamp)
-
-
-class RoundMismatch(InputError):
-    """An answer for another round than the open one, or for a task outside the open round."""
-
-
-class StaleAnswer(InputError):
-    """A different answer was saved to the task after the page was shown: nothing was changed."""
-
-
-class RoundChangeRefused(InputError):
-    """A round change that would lose or hide answers (e.g. reopening round 1 after round-2 answers)."""
-
-
-def iso_time(seconds: float) -> str:
-    """A Unix time as ISO 8601 UTC (``2024-05-01T12:00:00Z``), as exports and records write times."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def version_token(version: int) -> str:
-    """The token a page sends back with its answer: the version of the task's answer it showed
-    (``"v0"`` for a task never answered by that annotator in that round)."""
-    return f"v{int(version)}"
-
-
-@dataclass(frozen=True)
-class AnnotatorState:
-    """Where one annotator stands in the open round (read in one transaction).
-
-    Attributes
-    ----------
-    round : int
-        The open round.
-    task_index : int or None
-        The task to show: the one asked for, else the first not answered (None: all done).
-    position : int
-        1-based position of that task in the round's list (0 when there is none).
-    done, total : int
-        Answers the annotator gave in the round; tasks in the round.
-    answer : Answer or None
-        The annotator's saved answer to that task.
-    anchor_answer : Answer or None
-        Their answer to the anchor step of that task's anchor, when asked for: of this round,
-        or in round 2 (when they did not answer it there) of round 1.
-    recent : tuple of Answer
-        Their last answers of the round, newest first, when asked for.
-    version : int
-        The version of their answer to that task in this round (0: never changed).
-    """
-
-    round: int
-    task_index: int | None
-    position: int
-    done: int
-    total: int
-    answer: Answer | None
-    anchor_answer: Answer | None = None
-    recent: tuple[Answer, ...] = ()
-    version: int = 0
 
 
 def review_location(db: str | os.PathLike | None, default_folder: str | os.PathLike) -> StoreLocation:
@@ -315,7 +231,7 @@ class ReviewDatabase:
             current = conn.execute(ROUND_EXCLUSIVE).scalar()
             if current == "2":
                 return False, int(conn.execute(R2_TOTAL).scalar())
-            round1 = [_to_answer(r) for r in conn.execute(
+            round1 = [answer_from_row(r) for r in conn.execute(
                 select(answers).where(answers.c.round == 1).order_by(answers.c.answered_at, answers.c.annotator))]
             tasks = list(choose(round1))
             conn.execute(delete(round2_pairs))
@@ -563,9 +479,9 @@ class ReviewDatabase:
                         anchor_row = conn.execute(ANSWER_AT, {**mine, "round": 1, "task": step}).first()
             recent = conn.execute(RECENT, {**mine, "limit": int(history)}).all() if history else []
             return AnnotatorState(round=rnd, task_index=chosen, position=position, done=done, total=total,
-                                  answer=None if row is None else _to_answer(row),
-                                  anchor_answer=None if anchor_row is None else _to_answer(anchor_row),
-                                  recent=tuple(_to_answer(r) for r in recent), version=int(version))
+                                  answer=None if row is None else answer_from_row(row),
+                                  anchor_answer=None if anchor_row is None else answer_from_row(anchor_row),
+                                  recent=tuple(answer_from_row(r) for r in recent), version=int(version))
 
         return self._db.run(work, write=False)
 
@@ -576,13 +492,13 @@ class ReviewDatabase:
             query = query.where(answers.c.round == int(round))
         if annotator is not None:
             query = query.where(answers.c.annotator == annotator)
-        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
+        return [answer_from_row(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
 
     def answers_to_pair(self, anchor: str, frame: str) -> list[Answer]:
         """Every saved answer to one pair (all rounds, all annotators)."""
         query = (select(answers).where(answers.c.anchor == anchor, answers.c.frame == frame)
                  .order_by(answers.c.round, answers.c.annotator))
-        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
+        return [answer_from_row(r) for r in self._db.run(lambda c: c.execute(query).all(), write=False)]
 
     def undo_last(self, annotator: str) -> tuple[Answer, int] | None:
         """Delete an annotator's most recent answer of the open round (read in the same
@@ -596,26 +512,19 @@ class ReviewDatabase:
                 return None
             conn.execute(delete(answers).where(answers.c.round == row.round, answers.c.annotator == row.annotator,
                                                answers.c.anchor == row.anchor, answers.c.frame == row.frame))
-            return _to_answer(row), self._raise_version(conn, row.round, row.annotator, row.task_index)
+            return answer_from_row(row), self._raise_version(conn, row.round, row.annotator, row.task_index)
 
         return self._db.run(work, write=True)
 
     def recent_answers(self, annotator: str, round: int, limit: int = 8) -> list[Answer]:
         """An annotator's last ``limit`` answers of a round, newest first."""
         params = {"round": int(round), "annotator": annotator, "limit": int(limit)}
-        return [_to_answer(r) for r in self._db.run(lambda c: c.execute(RECENT, params).all(), write=False)]
+        return [answer_from_row(r) for r in self._db.run(lambda c: c.execute(RECENT, params).all(), write=False)]
 
     def records(self) -> list[ReviewRecord]:
         """Every answer as a review record, in a stable order (round, annotator, anchor, frame)."""
         rows = sorted(self.answers(), key=lambda a: (a.round, a.annotator, a.anchor, a.frame))
         return [a.to_record() for a in rows]
-
-
-def _to_answer(row) -> Answer:
-    return Answer(round=row.round, annotator=row.annotator, anchor=row.anchor, frame=row.frame,
-                  label_correct=row.label_correct, similarity=row.similarity, reason=row.reason,
-                  added_labels=tuple(json.loads(row.added_labels)), answered_at=row.answered_at,
-                  task_index=row.task_index)
 
 
 def _first_gap(conn: Connection, annotator: str, n_tasks: int) -> int | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ..metrics.agreement import cohen_kappa, fleiss_kappa, rating_counts
 from ..video.finalize import PairDecision, decide_pairs
 from ..video.review import LABEL_ANSWERS, REASONS, SIMILARITY_ANSWERS
-from .database import Answer, iso_time
+from .answers import Answer, iso_time
 from .tasks import ReviewTask, TaskSet
 
 

@@ -22,16 +22,8 @@ from ..errors import DataError, InputError
 from ..video.finalize import PairDecision, finalize
 from ..video.review import ReviewRecord, parse_review, write_reviews
 from . import rounds
-from .database import (
-    Answer,
-    ReviewDatabase,
-    RoundChangeRefused,
-    RoundMismatch,
-    StaleAnswer,
-    User,
-    iso_time,
-    version_token,
-)
+from .answers import Answer, RoundChangeRefused, RoundMismatch, StaleAnswer, User, iso_time, version_token
+from .database import ReviewDatabase
 from .tasks import ReviewTask, TaskSet
 
 EXPORT_FILE = "review-app.jsonl"
@@ -207,7 +199,7 @@ class ReviewService:
             ``label_correct``, and for pairs ``similarity`` and (dissimilar) ``reason``; for an
             anchor step, optional ``added_labels`` (class indices).
         base : str, optional
-            The version of the answer the page showed (:func:`robustlab.review.database.version_token`).
+            The version of the answer the page showed (:func:`robustlab.review.answers.version_token`).
 
         Raises
         ------

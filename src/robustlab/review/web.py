@@ -27,7 +27,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import FormData
 
 from ..video.review import REASONS
-from .database import SESSION_SECONDS, User
+from .answers import User
+from .database import SESSION_SECONDS
 from .frames import FrameCache
 from .security import CookieSigner, LoginRateLimiter, same_token, token_hash
 from .service import ReviewService

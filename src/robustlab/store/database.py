@@ -15,6 +15,7 @@ a WAL database it cannot create the shared-memory file of.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, NoSuchModuleError
 
 from ..errors import StoreError
@@ -174,6 +176,21 @@ class Database:
             "transaction), then run again; finished units are kept. Network file systems do not "
             "support SQLite locking: keep the store on a local disk or use a postgresql:// URL."
         )
+
+
+@functools.lru_cache(maxsize=32)
+def upsert_statement(
+    dialect_name: str, table: Table, keys: tuple[str, ...], update_columns: tuple[str, ...]
+):
+    """``INSERT ... ON CONFLICT (keys) DO UPDATE SET update_columns`` (or ``DO NOTHING`` when
+    there are none) for ``"sqlite"`` or ``"postgresql"``; pass the rows to ``execute()``."""
+    dialect = postgresql if dialect_name == "postgresql" else sqlite
+    statement = dialect.insert(table)
+    if not update_columns:
+        return statement.on_conflict_do_nothing(index_elements=list(keys))
+    return statement.on_conflict_do_update(
+        index_elements=list(keys), set_={c: statement.excluded[c] for c in update_columns}
+    )
 
 
 def check_sqlite_file(path: Path) -> None:

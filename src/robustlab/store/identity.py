@@ -1,4 +1,5 @@
-"""Run identity: the same (model, benchmark, dataset, config) always gives the same run id."""
+"""Run identity: the same (model, benchmark, dataset, config) always gives the same run id, and
+a run id, or the start of one, names one stored run (:func:`resolve_run`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from sqlalchemy import Connection, select
 
-from ..errors import InputError
+from ..errors import InputError, StoreError
+from .catalog import runs
 
 #: Hex digits of a run id: 48 bits, so a collision needs millions of runs in one store.
 RUN_ID_LENGTH = 12
+
+
+class RunNotFoundError(StoreError):
+    """No run (or no single run) matches the id or prefix given."""
 
 
 def to_jsonable(value: Any, *, where: str = "value") -> Any:
@@ -78,3 +85,55 @@ def run_id_for(model: str, benchmark: str, dataset: str, config: Mapping) -> str
         where="config",
     )
     return hashlib.sha256(payload.encode("ascii")).hexdigest()[:RUN_ID_LENGTH]
+
+
+def is_full_id(run: Any) -> bool:
+    """Whether ``run`` is spelled as a whole run id (12 lower-case hex digits)."""
+    return (
+        isinstance(run, str)
+        and len(run) == RUN_ID_LENGTH
+        and all(c in "0123456789abcdef" for c in run)
+    )
+
+
+def resolve_run(conn: Connection, run: str, where: str) -> str:
+    """The id of the run named ``run`` in the catalog ``where`` (for messages): that id, or the
+    id of the only run that starts with it.
+
+    Raises
+    ------
+    InputError
+        When ``run`` is not a non-empty string.
+    RunNotFoundError
+        When no run, or more than one, matches.
+    """
+    if not isinstance(run, str) or not run:
+        raise InputError(f"a run is named by its id or an id prefix (a string), got {run!r}.")
+    matches = (
+        conn.execute(
+            select(runs.c.id)
+            .where(runs.c.id.startswith(run, autoescape=True))
+            .order_by(runs.c.id)
+            .limit(6)
+        )
+        .scalars()
+        .all()
+    )
+    if run in matches:
+        return run
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise run_not_found(run, where)
+    raise RunNotFoundError(
+        f"run prefix {run!r} matches several runs ({', '.join(matches[:5])}{' ...' if len(matches) > 5 else ''}): "
+        "give more characters of the id."
+    )
+
+
+def run_not_found(run_id: str, where: str) -> RunNotFoundError:
+    """The error for a run ``run_id`` that the catalog ``where`` does not hold."""
+    return RunNotFoundError(
+        f"no run {run_id!r} in the store {where}: list the runs with `robustlab runs` "
+        "(or store.list_runs()) and check --store."
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
+from ..formatting import number_text
 from ..fsutil import atomic_write_text, ensure_dir
 from ..report import figures as F
 from ..report.section_base import Section
@@ -28,10 +29,6 @@ OUTPUT_FILES = ("study.json", "table.md", "table.csv", "report.html")
 TABLE_COLUMNS = ["condition", "architecture", "data", "start", "epoch", "n", "clean acc (mean ± SD)", "R (mean ± SD)"]
 
 
-def _num(value: float, digits: int = 3) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
-
-
 def _p_text(c: dict) -> str:
     return f"p = {c['p']:.4g}" if not math.isnan(c["p"]) else f"p undefined ({c['note']})"
 
@@ -39,13 +36,14 @@ def _p_text(c: dict) -> str:
 def table_rows(result) -> list[list[str]]:
     """The study table as text cells (columns :data:`TABLE_COLUMNS`)."""
     return [[r["condition"], r["architecture"], r["dataset"], r["start"], str(r["epoch"]), str(r["n"]),
-             f"{_num(r['clean_mean'])} ± {_num(r['clean_sd'])}", f"{_num(r['R_mean'])} ± {_num(r['R_sd'])}"]
+             f"{number_text(r['clean_mean'])} ± {number_text(r['clean_sd'])}",
+             f"{number_text(r['R_mean'])} ± {number_text(r['R_sd'])}"]
             for r in result.rows]
 
 
 def comparison_rows(comparisons: list[dict]) -> list[list[str]]:
     return [[c["a"], c["b"], c["kind"], str(c["epoch"]), f"{c['n_a']} / {c['n_b']}",
-             f"{_num(c['mean_a'])} / {_num(c['mean_b'])}", _num(c["t"]), _num(c["p"], 4),
+             f"{number_text(c['mean_a'])} / {number_text(c['mean_b'])}", number_text(c["t"]), number_text(c["p"], 4),
              "yes" if c["significant"] else "no"] for c in comparisons]
 
 
@@ -115,7 +113,7 @@ def hysteresis_figure(cfg: StudyConfig, result, pretrained: str, scratch: str) -
     for name in (scratch, pretrained):
         ys[labels[name]], bands[labels[name]] = _series(result, name, epochs)
     last = tests.get(epochs[-1])
-    verdict = (f" Welch's t-test at epoch {epochs[-1]}: t = {_num(last['t'])}, {_p_text(last)}"
+    verdict = (f" Welch's t-test at epoch {epochs[-1]}: t = {number_text(last['t'])}, {_p_text(last)}"
                + (" (significant at alpha = {:g}).".format(cfg.alpha_test) if last["significant"] else ".")
                if last else "")
     return F.lines(f"pretrain-vs-scratch-{pretrained}", f"Pretrain then train: {pretrained} vs {scratch}",

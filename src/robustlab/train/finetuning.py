@@ -45,11 +45,9 @@ The recipe (every choice is a named setting, stored with the model):
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
 import dataclasses
 from dataclasses import dataclass
@@ -57,46 +55,29 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
-from .. import __version__
 from ..data.builds import check_destination, output_lock
-from ..data.jobs import cap_workers, pool_context, single_threaded_worker
+from ..data.jobs import cap_workers
 from ..errors import DataError, InputError, ModelError, unknown_name
-from ..fsutil import atomic_path, atomic_write_text, ensure_dir
+from ..fsutil import ensure_dir
 from ..models import load_model, select_device
 from ..models.protocol import Classifier
 from ..models.identity import HASH_LENGTH, ModelIdentity, identify_model, model_hash
 from ..models.registry import canonical_spec
 from ..models.weights import file_sha256
 from ..models.wrappers import WrappedClassifier, canonical_wrap, wrap_classifier
-from ..safeload import load_checkpoint as safe_load
 from ..seeding import derive_seed
 from .classes import ClassSubset, normalize_name, resolve_class_subset
-from .data import KeyedImages, TrainingCollate, TrainingImages, TrainingSet, epoch_batches, read_training_set
-from .finetuned import MANIFEST_FORMAT, MANIFEST_NAME, WEIGHTS_NAME, finetuned_spec, load_state, read_manifest
-from .heads import check_state_dict, find_head, resize_head_for, set_trainable
-from .progress import ImageProgress
+from .data import TrainingImages, TrainingSet, epoch_batches, read_training_set
+from .finetuned import MANIFEST_NAME, finetuned_spec, load_state, read_manifest
+from .heads import find_head, resize_head_for, set_trainable
 from .recipes import DEFAULTS, check_numbers, lr_factor, recipe_settings
+from .training_run import CHECKPOINT_NAME, TrainingRun, load_checkpoint
 
 #: The command, as the output lock records it.
 FINETUNE_TOOL = "robustlab finetune"
-CHECKPOINT_NAME = "checkpoint.pt"
-CHECKPOINT_FORMAT = "robustlab-finetune-checkpoint/1"
 #: Wrappers a model can be fine-tuned through (the others average test-time views).
 TRAINABLE_WRAPPERS = ("clahe",)
-#: Modules the DataLoader's forkserver imports once.
-WORKER_PRELOAD = ("torch", "robustlab.corruptions.kernels", "robustlab.train.data")
-
-
-@dataclass(frozen=True)
-class WorkerInit:
-    """DataLoader ``worker_init_fn``: one thread per worker, ignore Ctrl-C, exit with the parent."""
-
-    parent_pid: int
-
-    def __call__(self, worker_id: int) -> None:
-        single_threaded_worker(self.parent_pid)
 
 
 # --- settings ----------------------------------------------------------------------------------------------
@@ -174,6 +155,16 @@ def augment_on_device(augmenter: object, backend: str, device: torch.device) -> 
     return batched and torch_backend_by_default(device)
 
 
+def augmentation(cfg: FinetuneConfig, device: torch.device) -> tuple[Any, dict | None, bool]:
+    """The recipe's augmenter, its record for the run's settings, and whether it runs on ``device``
+    (the batched torch backend; its record then names it)."""
+    augmenter, augment_info = make_augmenter(cfg.augment, cfg.severities, cfg.seed)
+    on_device = augment_on_device(augmenter, cfg.augment_backend, device)
+    if on_device:  # numpy (in the workers) is the default and stays unnamed, as in runs made before
+        augment_info["backend"] = "torch"
+    return augmenter, augment_info, on_device
+
+
 @dataclass(frozen=True)
 class FinetuneConfig:
     """The recipe of a fine-tuning run: everything that decides the model it makes (recorded in its
@@ -224,6 +215,11 @@ class FinetuneConfig:
     head_init: str | None = None
     frozen_mode: str | None = None
     recipe: str | None = None
+
+    def class_subset(self) -> ClassSubset | None:
+        """The target classes as a :class:`~robustlab.train.classes.ClassSubset` (None: the data's own)."""
+        classes = self.classes
+        return resolve_class_subset(classes) if classes is not None and not isinstance(classes, ClassSubset) else classes
 
     def resolved(self) -> FinetuneConfig:
         """This config with every setting left None taken from its recipe (:mod:`.recipes`: the
@@ -288,34 +284,20 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
     DataError
         Missing or empty data.
     """
-    if config is not None and recipe:
-        raise InputError(f"give the recipe as config or as keywords, not both (got {', '.join(sorted(recipe))}).")
-    try:
-        cfg = config if config is not None else FinetuneConfig(**recipe)
-    except TypeError:
-        known = [f.name for f in dataclasses.fields(FinetuneConfig)]
-        raise InputError(f"unknown fine-tuning option(s) {', '.join(sorted(set(recipe) - set(known)))}; the recipe "
-                         f"takes {', '.join(known)}.") from None
+    cfg = recipe_config(config, recipe)
     say = log or (lambda line: None)
-    cfg = cfg.resolved()
     wrap = cfg.check()
     select_device(device)  # a device this machine lacks is refused before anything is written
     check_destination(out, FINETUNE_TOOL, MANIFEST_NAME)
     out = ensure_dir(out)
     with output_lock(out, FINETUNE_TOOL):  # one run per folder, as the dataset builders: a second one stops
-        classes = cfg.classes
-        subset = resolve_class_subset(classes) if classes is not None and not isinstance(classes, ClassSubset) else classes
+        subset = cfg.class_subset()
         spec = base_spec(model)
         base = base_identity(model, spec)
         training_set = read_training_set(data, classes=subset, class_map=cfg.class_map)
-        augmenter, augment_info = make_augmenter(cfg.augment, cfg.severities, cfg.seed)
         dev = select_device(device)
-        on_device = augment_on_device(augmenter, cfg.augment_backend, dev)
-        if on_device:  # numpy (in the workers) is the default and stays unnamed, as in runs made before
-            augment_info["backend"] = "torch"
-        init_path = Path(cfg.init).expanduser().resolve() if cfg.init is not None else None
-        if init_path is not None and not init_path.is_file():
-            raise DataError(f"--init weights {init_path} do not exist.")
+        augmenter, augment_info, on_device = augmentation(cfg, dev)
+        init_path = init_weights(cfg)
         settings = run_settings(cfg, base.digest, spec, training_set, subset, augment_info, wrap, init_path)
         done, checkpoint = stored_state(out, settings)
         if done is not None:
@@ -331,16 +313,43 @@ def finetune(model: object, data: object, *, out: str | os.PathLike, config: Fin
             say(f"resuming {out}: epoch {run.step // per_epoch + 1}/{cfg.epochs}, step {run.step % per_epoch}/"
                 f"{per_epoch}")
         images = TrainingImages(training_set.samples, trained.preprocessing, cfg.crop, cfg.seed)
-        workers = default_workers() if workers is None else int(workers)
-        if workers < 0:
-            raise InputError(f"workers must be 0 or more; got {workers}.")
-        workers = cap_workers(workers)
         run.train(images, augmenter, on_device=on_device, epochs=int(cfg.epochs), batch_size=int(cfg.batch_size),
-                  seed=int(cfg.seed), workers=workers, checkpoint_every=checkpoint_every,
+                  seed=int(cfg.seed), workers=loader_workers(workers), checkpoint_every=checkpoint_every,
                   checkpoint_minutes=checkpoint_minutes, progress=progress, log=say, on_step=on_step)
         spec_out = run.finish()
         say(f"fine-tuned model written to {out}: {spec_out}")
         return spec_out
+
+
+def recipe_config(config: FinetuneConfig | None, recipe: dict[str, Any]) -> FinetuneConfig:
+    """The run's recipe, resolved (:meth:`FinetuneConfig.resolved`): ``config``, or one built from
+    the keywords ``recipe``; InputError for both at once or an unknown keyword."""
+    if config is not None and recipe:
+        raise InputError(f"give the recipe as config or as keywords, not both (got {', '.join(sorted(recipe))}).")
+    try:
+        cfg = config if config is not None else FinetuneConfig(**recipe)
+    except TypeError:
+        known = [f.name for f in dataclasses.fields(FinetuneConfig)]
+        raise InputError(f"unknown fine-tuning option(s) {', '.join(sorted(set(recipe) - set(known)))}; the recipe "
+                         f"takes {', '.join(known)}.") from None
+    return cfg.resolved()
+
+
+def init_weights(cfg: FinetuneConfig) -> Path | None:
+    """The absolute path of the recipe's ``init`` weights (DataError when there is no such file)."""
+    init_path = Path(cfg.init).expanduser().resolve() if cfg.init is not None else None
+    if init_path is not None and not init_path.is_file():
+        raise DataError(f"--init weights {init_path} do not exist.")
+    return init_path
+
+
+def loader_workers(workers: int | None) -> int:
+    """DataLoader worker processes: ``workers`` (default :func:`default_workers`), capped as every
+    pool of robustlab is (:func:`robustlab.data.jobs.cap_workers`)."""
+    workers = default_workers() if workers is None else int(workers)
+    if workers < 0:
+        raise InputError(f"workers must be 0 or more; got {workers}.")
+    return cap_workers(workers)
 
 
 def base_identity(model: object, spec: str) -> ModelIdentity:
@@ -431,184 +440,6 @@ def training_run(cfg: FinetuneConfig, trained, classifier: Classifier, training_
 def default_workers() -> int:
     """DataLoader workers: the CPU count minus one for the training process, at most 8."""
     return max(0, min(8, (os.cpu_count() or 1) - 1))
-
-
-def load_checkpoint(path: Path) -> dict | None:
-    """A checkpoint written by :class:`TrainingRun`, or None when there is none."""
-    if not path.is_file():
-        return None
-    state = safe_load(path, what="fine-tuning checkpoint", fix="delete it to train from the start")
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise DataError(f"{path} is not a robustlab fine-tuning checkpoint; delete it or choose another --out.")
-    return state
-
-
-class TrainingRun:
-    """The state of one fine-tuning run: model, optimiser, schedule, position, history."""
-
-    def __init__(self, trained: Classifier, classifier: Classifier, data: TrainingSet, optimizer, scheduler,
-                 settings: dict, out: Path, device: torch.device, head: dict | None) -> None:
-        self.trained, self.classifier, self.data = trained, classifier, data
-        self.optimizer, self.scheduler = optimizer, scheduler
-        self.settings, self.out, self.device, self.head = settings, out, device, head
-        self.step = 0
-        self.history: list[dict] = []
-        self.running = {"loss": 0.0, "correct": 0, "images": 0, "seconds": 0.0}
-        self.rng_state: dict | None = None
-        self.seconds = 0.0
-        self.recipe_name = "default"
-
-    # -- checkpoints --------------------------------------------------------------------------------------
-
-    def restore(self, state: dict) -> None:
-        load = dict(state["net"])
-        check_state_dict(self.classifier.net, load, what=f"checkpoint {self.out / CHECKPOINT_NAME}",
-                         fix="Delete it to train from the start.")
-        self.classifier.net.load_state_dict(load)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.step, self.history = int(state["step"]), list(state["history"])
-        self.running, self.seconds = dict(state["running"]), float(state["seconds"])
-        self.rng_state = state["rng"]
-
-    def save_checkpoint(self) -> None:
-        state = {"format": CHECKPOINT_FORMAT, "settings": self.settings, "step": self.step,
-                 "net": {k: v.detach().cpu() for k, v in self.classifier.net.state_dict().items()},
-                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                 "history": self.history, "running": self.running, "seconds": self.seconds,
-                 "rng": {"cpu": torch.get_rng_state(),
-                         "cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None}}
-        with atomic_path(self.out / CHECKPOINT_NAME) as tmp:
-            torch.save(state, tmp)
-
-    # -- training -----------------------------------------------------------------------------------------
-
-    def train(self, images: TrainingImages, augmenter, *, on_device: bool = False, epochs: int, batch_size: int,
-              seed: int, workers: int, checkpoint_every: int | None, checkpoint_minutes: float, progress: bool | None,
-              log: Callable[[str], None], on_step) -> None:
-        n = len(self.data)
-        plan = [b for e in range(epochs) for b in epoch_batches(n, batch_size, seed, e)]
-        per_epoch = len(plan) // epochs
-        todo = plan[self.step:]
-        if not todo:
-            return
-        targets = torch.as_tensor(self.data.targets)
-        soft = self._soft_targets()
-        loader = torch.utils.data.DataLoader(
-            KeyedImages(images), batch_sampler=todo, num_workers=workers, collate_fn=TrainingCollate(None if on_device else augmenter),
-            pin_memory=self.device.type == "cuda", worker_init_fn=WorkerInit(os.getpid()) if workers else None,
-            prefetch_factor=4 if workers else None, persistent_workers=False,
-            multiprocessing_context=pool_context(WORKER_PRELOAD) if workers else None,
-            generator=torch.Generator().manual_seed(derive_seed(seed, "loader")))  # not the global RNG: resumable
-        devices = [self.device.index or 0] if self.device.type == "cuda" else []
-        last_save = time.monotonic()
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(torch.random.fork_rng(devices=devices))
-            if self.rng_state is None:
-                torch.manual_seed(derive_seed(seed, "torch"))
-            else:
-                torch.set_rng_state(self.rng_state["cpu"])
-                if devices and self.rng_state.get("cuda") is not None:
-                    torch.cuda.set_rng_state(self.rng_state["cuda"], self.device)
-            bar = stack.enter_context(ImageProgress("finetune", sum(len(b) for b in todo), enabled=progress))
-            self._set_mode()
-            started = time.perf_counter()
-            for indices, pixels in loader:
-                epoch, in_epoch = divmod(self.step, per_epoch)
-                bar.describe(f"finetune epoch {epoch + 1}/{epochs}")
-                pixels = pixels.to(self.device, non_blocking=True)
-                if on_device:  # the batched torch backend, keyed like the workers' numpy path
-                    pixels = augmenter(pixels, ids=[(epoch, int(i)) for i in indices])
-                x = pixels.permute(0, 3, 1, 2).float().div_(255.0)
-                logits = self.trained(x)
-                if soft is not None:
-                    target = soft[indices].to(self.device)
-                    loss = torch.sum(-target * F.log_softmax(logits, dim=1), dim=1).mean()
-                    hit = target.gather(1, logits.argmax(dim=1, keepdim=True)).squeeze(1) > 0
-                else:
-                    target = targets[indices].to(self.device)
-                    loss = F.cross_entropy(logits, target)
-                    hit = logits.argmax(dim=1) == target
-                if not torch.isfinite(loss):
-                    raise ModelError(f"the training loss became {loss.item()} at epoch {epoch + 1}, step {in_epoch + 1}; "
-                                     "lower the learning rate (--lr).")
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.optimizer.step()
-                self.scheduler.step()
-                self.step += 1
-                value = float(loss.detach())
-                now = time.perf_counter()
-                self.running["loss"] += value * len(indices)
-                self.running["correct"] += int(hit.sum())
-                self.running["images"] += len(indices)
-                self.running["seconds"] += now - started
-                self.seconds += now - started
-                started = now
-                bar.advance(len(indices), f"loss {self.running['loss'] / self.running['images']:.3f}")
-                if in_epoch + 1 == per_epoch:
-                    self._end_epoch(epoch, log)
-                if (in_epoch + 1 == per_epoch or (checkpoint_every and self.step % checkpoint_every == 0)
-                        or time.monotonic() - last_save > 60 * checkpoint_minutes):
-                    self.save_checkpoint()
-                    last_save = time.monotonic()
-                if on_step is not None:
-                    on_step(epoch, in_epoch, value)
-                started = time.perf_counter()
-
-    def _set_mode(self) -> None:
-        if self.settings["train"] == "head" and self.settings.get("frozen_mode", "eval") == "eval":
-            self.trained.eval()  # frozen body: batch-norm statistics and dropout as at test time
-        else:
-            self.trained.train()  # all of it (frozen_mode=train: as a reference that calls net.train())
-
-    def _soft_targets(self) -> torch.Tensor | None:
-        if not self.data.label_sets:
-            return None
-        k = len(self.data.classes)
-        soft = torch.zeros(len(self.data), k)
-        for i, labels in enumerate(self.data.label_sets):
-            soft[i, list(labels)] = 1.0 / len(labels)
-        return soft
-
-    def _end_epoch(self, epoch: int, log: Callable[[str], None]) -> None:
-        r = self.running
-        row = {"epoch": epoch + 1, "loss": r["loss"] / max(1, r["images"]),
-               "accuracy": r["correct"] / max(1, r["images"]), "images": r["images"],
-               "lr": float(self.optimizer.param_groups[0]["lr"]), "seconds": round(r["seconds"], 3),
-               "images_per_second": r["images"] / r["seconds"] if r["seconds"] > 0 else None}
-        self.history.append(row)
-        self.running = {"loss": 0.0, "correct": 0, "images": 0, "seconds": 0.0}
-        log(f"epoch {row['epoch']}: loss {row['loss']:.4f}, training accuracy {100 * row['accuracy']:.1f}% "
-            f"({row['images']} images, {row['images_per_second'] or 0:.1f} img/s)")
-
-    # -- the result ---------------------------------------------------------------------------------------
-
-    def finish(self) -> str:
-        """Write ``model.pt`` and ``finetuned.json`` (atomically), drop the checkpoint, return the spec."""
-        state = {k: v.detach().cpu() for k, v in self.classifier.net.state_dict().items()}
-        weights = self.out / WEIGHTS_NAME
-        with atomic_path(weights) as tmp:
-            torch.save(state, tmp)
-        digest = file_sha256(weights)
-        s = self.settings
-        manifest = {
-            "format": MANIFEST_FORMAT, "base": s["model"], "head": self.head,
-            "num_classes": len(self.data.classes), "classes": list(self.data.classes),
-            "preprocessing": self.classifier.preprocessing.to_dict(), "wrap": s["wrap"],
-            "weights": WEIGHTS_NAME, "weights_sha256": digest,
-            "recipe": {k: s[k] for k in ("subset", "augment", "epochs", "batch_size", "lr", "schedule", "train",
-                                         "crop", "seed")} | {"name": self.recipe_name,
-                                                             "head_init": (self.head or {}).get("init"),
-                                                             "frozen_mode": s.get("frozen_mode", "eval"),
-                                                             "nesterov": s.get("nesterov", False)},
-            "settings": s, "history": self.history, "seconds": round(self.seconds, 3),
-            "device": str(self.device), "torch": torch.__version__, "robustlab": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        atomic_write_text(self.out / MANIFEST_NAME, json.dumps(manifest, indent=1) + "\n")
-        (self.out / CHECKPOINT_NAME).unlink(missing_ok=True)
-        return finetuned_spec(self.out, digest)
 
 
 def training_summary(spec_or_folder: str | os.PathLike) -> dict[str, Any]:

@@ -105,6 +105,53 @@ def _check_no_duplicates(records: Sequence[ReviewRecord]) -> None:
                         "export) or the repeated lines.")
 
 
+def _select(videos: dict[str, dict], decisions: dict[tuple[str, str], PairDecision], require_anchor_review: bool
+            ) -> tuple[dict[str, list[str]], dict[str, list[int]], dict[str, str], Counter, list[str]]:
+    """The pm-k sets the decisions keep: ``(pmsets, labels, dropped anchors with why, dropped
+    neighbours per reason, anchors left without a label)``."""
+    pmsets: dict[str, list[str]] = {}
+    labels: dict[str, list[int]] = {}
+    dropped_anchors: dict[str, str] = {}
+    dropped_frames: Counter = Counter()
+    unlabelled: list[str] = []
+    for anchor, video in videos.items():
+        own = decisions.get((anchor, anchor))
+        if own is None and require_anchor_review:
+            dropped_anchors[anchor] = "no anchor review"
+            continue
+        if own is not None and not own.label_correct:
+            dropped_anchors[anchor] = "anchor mislabelled (no strict majority for a correct label)"
+            continue
+        anchor_labels = set(video.get("labels", [])) | set(own.added_labels if own else ())
+        if not anchor_labels:
+            unlabelled.append(anchor)
+            continue
+        pmsets[anchor] = _kept_neighbours(anchor, video["frames"], decisions, anchor_labels, labels, dropped_frames)
+        labels[anchor] = sorted(anchor_labels)
+    return pmsets, labels, dropped_anchors, dropped_frames, unlabelled
+
+
+def _kept_neighbours(anchor: str, frames: list[dict], decisions: dict[tuple[str, str], PairDecision],
+                     anchor_labels: set[int], labels: dict[str, list[int]], dropped: Counter) -> list[str]:
+    """The keys of ``anchor``'s neighbours kept by their decisions, in offset order; each kept one's
+    labels go to ``labels`` and each dropped one is counted in ``dropped`` by its reason."""
+    kept = []
+    for frame in sorted(frames, key=lambda f: f["offset"]):
+        if frame["offset"] == 0:
+            continue
+        decision = decisions.get((anchor, frame["key"]))
+        if decision is None:
+            dropped["unreviewed"] += 1
+        elif not decision.similar:
+            dropped["dissimilar"] += 1
+        elif not decision.label_correct:
+            dropped["mislabelled"] += 1
+        else:
+            kept.append(frame["key"])
+            labels[frame["key"]] = sorted(anchor_labels | set(decision.added_labels))
+    return kept
+
+
 def finalize(out_dir: str | os.PathLike,
              reviews: str | os.PathLike | Iterable[str | os.PathLike] | Sequence[ReviewRecord],
              *, require_anchor_review: bool = False, review: dict | None = None) -> dict:
@@ -149,39 +196,7 @@ def finalize(out_dir: str | os.PathLike,
     _check_no_duplicates(records)
     decisions = decide_pairs(records)
 
-    pmsets: dict[str, list[str]] = {}
-    labels: dict[str, list[int]] = {}
-    dropped_anchors: dict[str, str] = {}
-    dropped_frames: Counter = Counter()
-    unlabelled: list[str] = []
-    for anchor, video in videos.items():
-        own = decisions.get((anchor, anchor))
-        if own is None and require_anchor_review:
-            dropped_anchors[anchor] = "no anchor review"
-            continue
-        if own is not None and not own.label_correct:
-            dropped_anchors[anchor] = "anchor mislabelled (no strict majority for a correct label)"
-            continue
-        anchor_labels = set(video.get("labels", [])) | set(own.added_labels if own else ())
-        if not anchor_labels:
-            unlabelled.append(anchor)
-            continue
-        kept = []
-        for frame in sorted(candidates[anchor], key=lambda f: f["offset"]):
-            if frame["offset"] == 0:
-                continue
-            decision = decisions.get((anchor, frame["key"]))
-            if decision is None:
-                dropped_frames["unreviewed"] += 1
-            elif not decision.similar:
-                dropped_frames["dissimilar"] += 1
-            elif not decision.label_correct:
-                dropped_frames["mislabelled"] += 1
-            else:
-                kept.append(frame["key"])
-                labels[frame["key"]] = sorted(anchor_labels | set(decision.added_labels))
-        pmsets[anchor] = kept
-        labels[anchor] = sorted(anchor_labels)
+    pmsets, labels, dropped_anchors, dropped_frames, unlabelled = _select(videos, decisions, require_anchor_review)
     if unlabelled:
         raise DataError(f"{len(unlabelled)} anchor(s) in {manifest_path} have no class label, e.g. "
                         f"{unlabelled[:3]}: give labels when sampling (`robustlab video sample "

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..data.builds import check_destination
 from ..data.images import write_image
+from ..data.video_reader import open_video
 from ..errors import DataError, InputError
 from ..fsutil import atomic_write_text, ensure_dir, not_a_folder, require_regular_file
 from ..seeding import as_generator, derive_seed
@@ -123,11 +124,7 @@ def decode_anchor_window(path: str | os.PathLike, k: int, rng: np.random.Generat
     size = 2 * k + 1
     require_regular_file(p, "video file")  # a FIFO would block the decoder forever
     try:
-        with av.open(str(p)) as container:
-            if not container.streams.video:
-                raise DataError(f"{p} has no video stream.")
-            stream = container.streams.video[0]
-            stream.thread_type = "AUTO"
+        with open_video(p, no_stream=f"{p} has no video stream.") as (container, stream):
             rate = stream.average_rate or stream.guessed_rate
             fps = float(rate) if rate else None
             info = {"fps": fps, "fps_exact": str(Fraction(rate)) if rate else None,
@@ -237,6 +234,32 @@ def _labels_for(labels: Mapping[str, list[int]] | None, rel: str, video_id: str,
     return [], None
 
 
+def _sample_each(paths: Sequence[Path], videos_root: Path, out: Path, k: int, seed: int, image_format: str,
+                 quality: int, checked_labels: Mapping[str, list[int]],
+                 progress: Callable[[str, str | None], None] | None) -> tuple[list[dict], list[dict], set]:
+    """Sample every video in turn: ``(manifest entries, skipped videos with why, label keys used)``."""
+    ids = video_ids(paths, videos_root)
+    sampled, skipped, used_keys = [], [], set()
+    for p in paths:
+        rel = p.relative_to(videos_root).as_posix()
+        rng = as_generator(derive_seed(seed, rel))
+        try:
+            entry = sample_video(p, out, ids[p], k=k, rng=rng, image_format=image_format,
+                                 quality=quality)
+        except DataError as exc:
+            skipped.append({"source": rel, "reason": str(exc)})
+            if progress:
+                progress(rel, str(exc))
+            continue
+        video_labels, key = _labels_for(checked_labels, rel, ids[p], p.stem)
+        used_keys.add(key)
+        entry = {"video": entry.pop("video"), "source": rel, "labels": video_labels, **entry}
+        sampled.append(entry)
+        if progress:
+            progress(rel, None)
+    return sampled, skipped, used_keys
+
+
 def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: int = 10,
                   seed: int = 0, *, image_format: str = "jpg", quality: int = 95,
                   labels: Mapping[str, object] | None = None,
@@ -294,25 +317,8 @@ def sample_videos(videos_dir: str | os.PathLike, out_dir: str | os.PathLike, k: 
         raise DataError(f"no video files in {videos_root} (looked for "
                         f"{', '.join(extensions or ['any file'])}).")
     out = ensure_dir(out_dir)
-    ids = video_ids(paths, videos_root)
-    sampled, skipped, used_keys = [], [], set()
-    for p in paths:
-        rel = p.relative_to(videos_root).as_posix()
-        rng = as_generator(derive_seed(int(seed), rel))
-        try:
-            entry = sample_video(p, out, ids[p], k=int(k), rng=rng, image_format=image_format,
-                                 quality=quality)
-        except DataError as exc:
-            skipped.append({"source": rel, "reason": str(exc)})
-            if progress:
-                progress(rel, str(exc))
-            continue
-        video_labels, key = _labels_for(checked_labels, rel, ids[p], p.stem)
-        used_keys.add(key)
-        entry = {"video": entry.pop("video"), "source": rel, "labels": video_labels, **entry}
-        sampled.append(entry)
-        if progress:
-            progress(rel, None)
+    sampled, skipped, used_keys = _sample_each(paths, videos_root, out, int(k), int(seed), image_format, quality,
+                                               checked_labels, progress)
     manifest = {"format": MANIFEST_FORMAT, "k": int(k), "seed": int(seed),
                 "image_format": image_format, "videos_dir": str(videos_root),
                 "class_names": list(class_names) if class_names else None,

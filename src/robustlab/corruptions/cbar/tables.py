@@ -12,45 +12,16 @@ ImageNet-C-bar folders are named by that parameter, formatted ``"{:.2f}"`` (``2.
 from __future__ import annotations
 
 from ...errors import InputError
+from ...suites import CBAR_TABLES, CIFAR10_C_BAR, IMAGENET_C_BAR
 
 #: The group name of these corruptions in the corruption registry.
 GROUP = "c-bar"
 
-#: ImageNet-C-bar (224 px): corruption -> severity parameters of severities 1..5 (the reference's
-#: ``imagenet_c_bar.csv``), in the order of the paper's Table 2: the order of the set's runs,
-#: tables and published errors. These tables are the only record of the sets' members.
-IMAGENET_C_BAR: dict[str, tuple[float, ...]] = {
-    "blue_noise_sample": (0.8, 1.6, 2.4, 4.0, 5.6),
-    "plasma_noise": (4.75, 7.0, 8.5, 9.25, 10.0),
-    "checkerboard_cutout": (2.0, 3.0, 4.0, 5.0, 6.0),
-    "cocentric_sine_waves": (3.0, 5.0, 8.0, 9.0, 10.0),
-    "single_frequency_greyscale": (1.0, 1.5, 2.0, 4.5, 5.0),
-    "brownish_noise": (1.0, 2.0, 3.0, 4.0, 5.0),
-    "perlin_noise": (4.6, 5.2, 5.8, 7.6, 8.8),
-    "sparkles": (1.0, 2.0, 3.0, 5.0, 6.0),
-    "inverse_sparkles": (1.0, 2.0, 4.0, 9.0, 10.0),
-    "caustic_refraction": (2.35, 3.2, 4.9, 6.6, 9.15),
-}
-
-#: CIFAR-10-C-bar (32 px), from the reference's ``cifar10_c_bar.csv``, in the order of Table 2.
-CIFAR10_C_BAR: dict[str, tuple[float, ...]] = {
-    "blue_noise_sample": (0.7, 1.4, 2.1, 3.5, 4.2),
-    "brownish_noise": (2.5, 4.0, 5.5, 6.5, 7.0),
-    "checkerboard_cutout": (1.0, 2.0, 3.0, 4.0, 5.0),
-    "circular_motion_blur": (2.8, 3.6, 4.4, 5.2, 6.0),
-    "inverse_sparkles": (1.0, 1.5, 2.5, 4.5, 5.0),
-    "lines": (0.5, 1.0, 1.5, 2.0, 2.5),
-    "pinch_and_twirl": (5.5, 6.0, 6.5, 8.5, 10.0),
-    "ripple": (5.5, 6.0, 6.5, 7.5, 8.0),
-    "sparkles": (0.7, 3.5, 5.6, 6.3, 7.0),
-    "transverse_chromatic_abberation": (1.0, 2.0, 5.0, 9.0, 10.0),
-}
-
-#: The released sets by name (the names ``robustlab`` accepts as corruption subsets).
-SETS: dict[str, dict[str, tuple[float, ...]]] = {
-    "imagenet-c-bar": IMAGENET_C_BAR,
-    "cifar10-c-bar": CIFAR10_C_BAR,
-}
+#: ImageNet-C-bar's and CIFAR-10-C-bar's severity tables (corruption -> parameters of severities 1..5,
+#: in the order of the paper's Table 2) and the released sets by name (the names ``robustlab`` accepts
+#: as corruption subsets): plain data in :mod:`robustlab.suites`, which the metrics read too. These
+#: tables are the only record of the sets' members.
+SETS: dict[str, dict[str, tuple[float, ...]]] = CBAR_TABLES
 
 #: Every C-bar corruption once (the order of ``list``): the five the sets share, then ImageNet-C-bar's
 #: own, then CIFAR-10-C-bar's own, each alphabetically.

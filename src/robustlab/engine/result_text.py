@@ -1,4 +1,6 @@
-"""Plain-text report of a run (``robustlab show`` and ``EvaluationResult.table``).
+"""An :class:`~robustlab.engine.EvaluationResult` as plain text (``robustlab show`` and
+``EvaluationResult.table``), and the text helpers of the families' layouts (:func:`pct`,
+:func:`text_table`).
 
 The header (run, benchmark, model, data, status), then the benchmark family's own layout
 (its presentation's :meth:`~robustlab.engine.presentation.Presentation.text`: per-corruption CE, flip rates per perturbation and
