@@ -115,12 +115,6 @@ def extra_options(args: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-
-
-
-
-
-
 class PluginOptionsCommand(TyperCommand):
     """A command that adds the options of the benchmark (``-b``) and executor (``-e``) it is given.
 
