@@ -42,7 +42,7 @@ from ..errors import DataError
 #: Sizes of the two modes. ``quick`` keeps every benchmark but uses few samples.
 SIZES = {
     "full": {"scenes": 150, "perturb": 30, "detection": 30, "videos": 66},
-    "quick": {"scenes": 24, "perturb": 6, "detection": 6, "videos": 4},
+    "quick": {"scenes": 24, "perturb": 16, "detection": 6, "videos": 4},
 }
 #: The attacks of the adversarial step: FGSM (the paper's) and PGD beside it (PGD-10, nested:
 #: each strength starts from the previous one's perturbation, monotone in eps, about 10 s a model).
