@@ -50,6 +50,7 @@ cells say pending. Exit status: 0, or 1 when a part failed or a target was misse
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -482,19 +483,20 @@ def engine(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) ->
         rec: dict = {"model_alone_images_per_s": alone}
         say(f"engine {precision}: {sizes.fly_model} alone {alone:,.0f} img/s at batch {sizes.fly_batch}")
         clean_bench = get_benchmark("imagenet-sketch")
-        config = {**clean_bench.config_for(str(clean)), **opts}
+        config = dataclasses.replace(clean_bench.config_for(str(clean)), **opts)
         for attempt in range(2):  # the second pass (workers' caches and the device warm) is the figure
             got = rate(clean_bench, config, sizes.fly_images, f"clean {precision}")
         rec["clean"] = got
         bench = get_benchmark("imagenet-c")
-        config = {**bench.config_for(str(released), corruptions=",".join(c for c, _ in settings), severities="3"),
-                  **opts}
+        config = dataclasses.replace(bench.config_for(str(released), corruptions=",".join(c for c, _ in settings),
+                                                      severities="3"), **opts)
         rec["released"] = rate(bench, config, len(settings) * sizes.fly_images, f"released {precision}")
         backends = ("torch", "numpy") if precision == "fp32" else ("torch",)
         for backend in backends:
-            config = {**bench.config_for(str(clean), on_the_fly=True, corruption_backend=backend,
-                                         corruptions=sizes.fly_corruptions, severities=sizes.fly_severities), **opts}
-            n = len(config["corruptions"]) * len(config["severities"]) * sizes.fly_images + sizes.fly_images
+            config = dataclasses.replace(bench.config_for(str(clean), on_the_fly=True, corruption_backend=backend,
+                                                          corruptions=sizes.fly_corruptions,
+                                                          severities=sizes.fly_severities), **opts)
+            n = len(config.corruptions) * len(config.severities) * sizes.fly_images + sizes.fly_images
             rec[f"on_the_fly_{backend}"] = rate(bench, config, n, f"on-the-fly {backend} {precision}",
                                                 memory=precision == "fp32")
         for key, got in list(rec.items()):
@@ -514,7 +516,7 @@ def engine(device: str, sizes: Sizes, clock: Clock, out: dict, workdir: Path) ->
                                       for key in ("clean", "released", "on_the_fly_torch")}
         say(f"engine: bf16 vs fp32 top-1 agreement {out['bf16_top1_agreement']}")
     corruptions = get_benchmark("imagenet-c").config_for(str(clean), on_the_fly=True,
-                                                         corruptions=sizes.fly_corruptions)["corruptions"]
+                                                         corruptions=sizes.fly_corruptions).corruptions
     out["stages_ms_per_image"] = stage_times(device, sizes, clean, out["precisions"]["fp32"]["model_alone_images_per_s"],
                                              corruptions)
     say(f"engine: stages (ms per image) {out['stages_ms_per_image']}")
@@ -543,8 +545,8 @@ def gpu_decode(device: str, sizes: Sizes, clock: Clock, released: Path, settings
     exact_pixels = np.stack([read_image(f) for f in files]).astype(np.int16)
     diff = np.abs(decoded - exact_pixels)
     bench = get_benchmark("imagenet-c")
-    config = {**bench.config_for(str(released), corruptions=",".join(c for c, _ in settings), severities="3"),
-              "decode": "gpu"}
+    config = dataclasses.replace(bench.config_for(str(released), corruptions=",".join(c for c, _ in settings),
+                                                  severities="3"), decode="gpu")
     got = rate(bench, config, len(settings) * sizes.fly_images, "released decode=gpu")
     store = got.pop("store")
     got.update(mean_abs_diff=float(diff.mean()), max_abs_diff=int(diff.max()), top1_agreement=agreement(store, exact))

@@ -162,7 +162,7 @@ def run_robustlab(model, root: Path, corruptions, severities, workers: int, batc
             samples = bench.samples(config, unit)
             t = now()
             images = [samples.read_pair(i)[0] for i in range(len(samples))]
-            if unit.setting != "clean":
+            if unit.setting.shift != "clean":
                 t_corrupt += now() - t
             xs = [torch.from_numpy(np.array(image)).permute(2, 0, 1).float().div(255) for image in images]
             t = now()

@@ -66,6 +66,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,7 @@ from PIL import Image
 from torch import nn
 
 from robustlab.data.images import write_image
-from robustlab.engine import Benchmark, Sample, Unit, evaluate, get_benchmark, register_benchmark
+from robustlab.engine import Benchmark, RunConfig, Sample, Unit, evaluate, get_benchmark, register_benchmark
 from robustlab.engine.schema import Option
 from robustlab.engine.executor import LocalExecutor, ModelRef
 from robustlab.engine.work import UnitStream
@@ -208,7 +209,7 @@ def executor_run(model, data: Path, batch_size: int, workers: int, real_store: b
     with tempfile.TemporaryDirectory() as tmp:
         if real_store:
             with open_store(tmp) as store:
-                run_id = store.register_run("bench", bench.name, str(data), config)
+                run_id = store.register_run("bench", bench.name, str(data), config.to_dict())
                 start = CLOCK["now"]()
                 executor.run(ModelRef(model), bench, config, UnitStream(bench, config, {}), store, run_id,
                              batch_size=batch_size, progress=False, loaded=loaded)
@@ -358,32 +359,38 @@ class SyntheticNames:
         return np.full((8, 8, 3), i % 256, np.uint8)
 
 
+@dataclass(frozen=True, kw_only=True)
+class SyntheticConfig(RunConfig):
+    samples: int
+    num_classes: int = 1000
+
+
 @register_benchmark
 class SyntheticImageNetC(Benchmark):
     """75 settings x ``samples / 75`` names, 100 classes per unit, listed lazily."""
 
     name = "synthetic-imagenet-c"
+    config_class = SyntheticConfig
     options = (Option("samples", "int", 3_750_000, help="Samples, spread over the 75 settings."),)
 
     def configure(self, data, *, samples):
-        return {"data": data, "samples": int(samples), "num_classes": 1000}
+        return SyntheticConfig(data=data, samples=int(samples))
 
     def plan(self, config):
         from robustlab.corruptions import list_corruptions
 
-        per_setting = config["samples"] // 75
+        per_setting = config.samples // 75
         per_class = max(1, per_setting // 1000)
         for c in list_corruptions("benchmark"):
             for s in range(1, 6):
                 for block in range(10):
-                    yield Unit(f"{c}/{s}/shard-{block:04d}", f"{c}/{s}",
-                               {"classes": [block * 100, (block + 1) * 100], "per_class": per_class})
+                    yield Unit.of(f"{c}/{s}", block, {"classes": [block * 100, (block + 1) * 100], "per_class": per_class})
 
     def samples(self, config, unit):
         from robustlab.data.wordnet import ilsvrc_wnids
 
         a, b = unit.params["classes"]
-        return SyntheticNames(unit.setting, list(ilsvrc_wnids()[a:b]), unit.params["per_class"], 0)
+        return SyntheticNames(str(unit.setting), list(ilsvrc_wnids()[a:b]), unit.params["per_class"], 0)
 
     def load(self, samples, i, prepare):
         return Sample(samples.files[i], int(samples.labels[i]), samples.read(i))
