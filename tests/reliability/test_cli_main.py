@@ -109,7 +109,9 @@ def test_help_texts_print_their_brackets(monkeypatch):
 
 def test_ctrl_c_exits_130_and_keeps_finished_outputs(tmp_path):
     src = image_folder(tmp_path / "src", per_class=12, size=64)
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    # faulthandler: CI saw this process die once of SIGSEGV (-11) with nothing on stderr, not reproduced
+    # in 69 tries here; a crash now prints the thread stacks into the assertion's message
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "robustlab.cli", "corrupt", str(src), str(tmp_path / "out"), "-c",
                              "all", "-s", "1-5", "-j", "1", "--no-progress"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_a_terminal_sends_it)
