@@ -316,10 +316,12 @@ def worker_main(tasks, results, arena_spec, benchmark, prepare, main_pid: int) -
 
 def _shared_stack():
     """Stacks equal-shape arrays into a torch tensor in shared memory (pixels that do not fit a
-    slot then travel to the main process by file descriptor, not by pickling)."""
-    import torch
+    slot then travel to the main process by file descriptor, not by pickling). torch is imported
+    on the first call: a worker whose batches fit their slots never needs it."""
 
     def stack(arrays: list[np.ndarray]):
+        import torch
+
         shape = (len(arrays), *arrays[0].shape)
         storage = torch.UntypedStorage._new_shared(int(np.prod(shape)) * arrays[0].dtype.itemsize)
         out = torch.empty(0, dtype=torch.from_numpy(arrays[0][:0]).dtype).set_(storage, 0, shape)
