@@ -303,29 +303,25 @@ def worker_main(tasks, results, arena_spec, benchmark, prepare, main_pid: int) -
     cv2.setNumThreads(1)
     arena = SlotArena.attach(arena_spec)
     results.put(TaskResult(ATTACHED))  # the main process removes the arena's file once all have it mapped
-    stack = _shared_stack()
     try:
         while True:
             task = tasks.get()
             if task is None:
                 break
-            results.put(run_task(task, arena, benchmark, prepare, stack=stack))
+            results.put(run_task(task, arena, benchmark, prepare, stack=shared_stack))
     finally:
         arena.close()
 
 
-def _shared_stack():
-    """Stacks equal-shape arrays into a torch tensor in shared memory (pixels that do not fit a
-    slot then travel to the main process by file descriptor, not by pickling). torch is imported
-    on the first call: a worker whose batches fit their slots never needs it."""
+def shared_stack(arrays: list[np.ndarray]):
+    """``arrays`` (equal shapes and dtype) stacked into one torch tensor of shape
+    ``(len(arrays), *shape)`` in shared memory, the dtype kept: pixels that do not fit a slot then
+    travel to the main process by file descriptor, not by pickling. torch is imported on the first
+    call: a worker whose batches fit their slots never needs it."""
+    import torch
 
-    def stack(arrays: list[np.ndarray]):
-        import torch
-
-        shape = (len(arrays), *arrays[0].shape)
-        storage = torch.UntypedStorage._new_shared(int(np.prod(shape)) * arrays[0].dtype.itemsize)
-        out = torch.empty(0, dtype=torch.from_numpy(arrays[0][:0]).dtype).set_(storage, 0, shape)
-        np.stack(arrays, out=out.numpy())
-        return out
-
-    return stack
+    shape = (len(arrays), *arrays[0].shape)
+    storage = torch.UntypedStorage._new_shared(int(np.prod(shape)) * arrays[0].dtype.itemsize)
+    out = torch.empty(0, dtype=torch.from_numpy(arrays[0][:0]).dtype).set_(storage, 0, shape)
+    np.stack(arrays, out=out.numpy())
+    return out
